@@ -1,0 +1,353 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Batch collects frontier writes to be applied in one transaction, in the
+// order they were added. The zero value is an empty batch.
+type Batch struct {
+	ops []op
+}
+
+type opKind uint8
+
+const (
+	opAdd opKind = iota
+	opRequeue
+	opComplete
+	opDefer
+	opPromote
+	opFailHost
+	opPut
+	opDelete
+	opAppend
+)
+
+type op struct {
+	kind   opKind
+	item   Item
+	result *Result
+	due    time.Time
+	limit  int
+	bucket []byte
+	key    string
+	value  []byte
+}
+
+// Len is the number of operations in the batch.
+func (b *Batch) Len() int { return len(b.ops) }
+
+// Add enqueues it unless its hash was seen before.
+func (b *Batch) Add(it Item) { b.ops = append(b.ops, op{kind: opAdd, item: it}) }
+
+// Requeue enqueues it again even though it was seen (for retrying failed URLs).
+func (b *Batch) Requeue(it Item) { b.ops = append(b.ops, op{kind: opRequeue, item: it}) }
+
+// Complete removes it from the queue and stores its result, atomically.
+func (b *Batch) Complete(it Item, r *Result) {
+	b.ops = append(b.ops, op{kind: opComplete, item: it, result: r})
+}
+
+// Defer moves it from the queue to the deferred bucket, due at due.
+func (b *Batch) Defer(it Item, due time.Time) {
+	b.ops = append(b.ops, op{kind: opDefer, item: it, due: due})
+}
+
+// Promote moves up to limit deferred items due at or before now back to the queue.
+func (b *Batch) Promote(now time.Time, limit int) {
+	b.ops = append(b.ops, op{kind: opPromote, due: now, limit: limit})
+}
+
+// FailHost records every queued URL of host as failed with the given
+// template (URL, depth and attempts filled per URL) and removes them from the queue.
+func (b *Batch) FailHost(host string, template Result) {
+	b.ops = append(b.ops, op{kind: opFailHost, key: host, result: &template})
+}
+
+// PutRobots caches a host's serialized robots.txt rules.
+func (b *Batch) PutRobots(host string, data []byte) {
+	b.ops = append(b.ops, op{kind: opPut, bucket: bucketRobots, key: host, value: data})
+}
+
+// PutBreaker stores a host's serialized breaker state.
+func (b *Batch) PutBreaker(host string, data []byte) {
+	b.ops = append(b.ops, op{kind: opPut, bucket: bucketBreakers, key: host, value: data})
+}
+
+// DeleteBreaker drops a host's breaker state (closed and clean again).
+func (b *Batch) DeleteBreaker(host string) {
+	b.ops = append(b.ops, op{kind: opDelete, bucket: bucketBreakers, key: host})
+}
+
+// AppendTransition appends a serialized breaker transition to the log.
+func (b *Batch) AppendTransition(data []byte) {
+	b.ops = append(b.ops, op{kind: opAppend, bucket: bucketTransitions, value: data})
+}
+
+// AppendCase records a serialized case for a human.
+func (b *Batch) AppendCase(data []byte) {
+	b.ops = append(b.ops, op{kind: opAppend, bucket: bucketCases, value: data})
+}
+
+// Committed reports what a Commit changed in the queue, for the scheduler.
+type Committed struct {
+	Added       []Item         // newly queued items (from Add, Requeue, Promote), with Seq set
+	FailedHosts map[string]int // URLs recorded as failed per FailHost
+	NextDue     time.Time      // earliest due time left in the deferred bucket; zero if none
+}
+
+// Commit applies the batch in one transaction: one pair of fsyncs for the
+// whole batch. On error nothing of the batch is applied.
+func (db *DB) Commit(b *Batch) (*Committed, error) {
+	out := &Committed{}
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		w := newBatchWriter(tx, out)
+		for i := range b.ops {
+			if err := w.apply(&b.ops[i]); err != nil {
+				return err
+			}
+		}
+		return w.finish()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("commit batch of %d: %w", len(b.ops), err)
+	}
+	return out, nil
+}
+
+type batchWriter struct {
+	tx                    *bolt.Tx
+	out                   *Committed
+	seen, queue, deferred *bolt.Bucket
+	results, hosts, meta  *bolt.Bucket
+	counts                Counts
+	hostDelta             map[string]*HostCounts
+}
+
+func newBatchWriter(tx *bolt.Tx, out *Committed) *batchWriter {
+	return &batchWriter{
+		tx: tx, out: out,
+		seen: tx.Bucket(bucketSeen), queue: tx.Bucket(bucketQueue), deferred: tx.Bucket(bucketDeferred),
+		results: tx.Bucket(bucketResults), hosts: tx.Bucket(bucketHosts), meta: tx.Bucket(bucketMeta),
+		hostDelta: make(map[string]*HostCounts),
+	}
+}
+
+func (w *batchWriter) delta(host string) *HostCounts {
+	d := w.hostDelta[host]
+	if d == nil {
+		d = &HostCounts{}
+		w.hostDelta[host] = d
+	}
+	return d
+}
+
+func (w *batchWriter) apply(o *op) error {
+	switch o.kind {
+	case opAdd:
+		if w.seen.Get(o.item.Hash[:]) != nil {
+			return nil
+		}
+		if err := w.seen.Put(o.item.Hash[:], nil); err != nil {
+			return err
+		}
+		w.counts.Seen++
+		return w.enqueue(o.item)
+	case opRequeue:
+		return w.enqueue(o.item)
+	case opComplete:
+		return w.complete(o.item, o.result)
+	case opDefer:
+		return w.deferItem(o.item, o.due)
+	case opPromote:
+		return w.promote(o.due, o.limit)
+	case opFailHost:
+		return w.failHost(o.key, o.result)
+	case opPut:
+		return w.tx.Bucket(o.bucket).Put([]byte(o.key), o.value)
+	case opDelete:
+		return w.tx.Bucket(o.bucket).Delete([]byte(o.key))
+	case opAppend:
+		bk := w.tx.Bucket(o.bucket)
+		seq, err := bk.NextSequence()
+		if err != nil {
+			return err
+		}
+		return bk.Put(u64(seq), o.value)
+	}
+	return fmt.Errorf("unknown batch op %d", o.kind)
+}
+
+func (w *batchWriter) enqueue(it Item) error {
+	seq, err := w.queue.NextSequence()
+	if err != nil {
+		return err
+	}
+	it.Seq = seq
+	if err := w.queue.Put(queueKey(it.Host, seq), it.marshal()); err != nil {
+		return err
+	}
+	w.counts.Queued++
+	w.delta(it.Host).Queued++
+	w.out.Added = append(w.out.Added, it)
+	return nil
+}
+
+// dequeue deletes the queue entry of it, reporting whether it was there.
+func (w *batchWriter) dequeue(it Item) (bool, error) {
+	k := queueKey(it.Host, it.Seq)
+	if w.queue.Get(k) == nil {
+		return false, nil
+	}
+	if err := w.queue.Delete(k); err != nil {
+		return false, err
+	}
+	w.counts.Queued--
+	w.delta(it.Host).Queued--
+	return true, nil
+}
+
+func (w *batchWriter) complete(it Item, r *Result) error {
+	if _, err := w.dequeue(it); err != nil {
+		return err
+	}
+	return w.putResult(it.Hash, it.Host, r)
+}
+
+func (w *batchWriter) putResult(h Hash, host string, r *Result) error {
+	if old := w.results.Get(h[:]); old != nil {
+		var prev Result
+		if json.Unmarshal(old, &prev) == nil {
+			w.countResult(host, &prev, -1)
+		}
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode result for %s: %w", r.URL, err)
+	}
+	w.countResult(host, r, 1)
+	return w.results.Put(h[:], data)
+}
+
+func (w *batchWriter) countResult(host string, r *Result, sign int64) {
+	if r.Failed() {
+		w.counts.Failed += sign
+		w.delta(host).Failed += sign
+	} else {
+		w.counts.Fetched += sign
+		w.delta(host).Fetched += sign
+	}
+}
+
+func (w *batchWriter) deferItem(it Item, due time.Time) error {
+	if ok, err := w.dequeue(it); err != nil || !ok {
+		return err
+	}
+	if err := w.deferred.Put(deferredKey(due.UnixNano(), it.Seq), it.marshal()); err != nil {
+		return err
+	}
+	w.counts.Deferred++
+	w.delta(it.Host).Deferred++
+	return nil
+}
+
+func (w *batchWriter) promote(now time.Time, limit int) error {
+	c := w.deferred.Cursor()
+	end := deferredKey(now.UnixNano(), ^uint64(0))
+	var keys [][]byte
+	for k, v := c.First(); k != nil && bytes.Compare(k, end) <= 0 && len(keys) < limit; k, v = c.Next() {
+		it, err := decodeItem("deferred", k, v)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, append([]byte(nil), k...))
+		w.counts.Deferred--
+		w.delta(it.Host).Deferred--
+		if err := w.enqueue(it); err != nil {
+			return err
+		}
+	}
+	for _, k := range keys {
+		if err := w.deferred.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *batchWriter) failHost(host string, template *Result) error {
+	prefix := append([]byte(host), 0)
+	c := w.queue.Cursor()
+	var items []Item
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		it, err := decodeItem("queue", k, v)
+		if err != nil {
+			return err
+		}
+		items = append(items, it)
+	}
+	for _, it := range items {
+		r := *template
+		r.URL, r.FinalURL, r.Host, r.Depth, r.Attempts = it.URL, it.URL, it.Host, it.Depth, it.Attempts
+		if err := w.complete(it, &r); err != nil {
+			return err
+		}
+	}
+	if w.out.FailedHosts == nil {
+		w.out.FailedHosts = make(map[string]int)
+	}
+	w.out.FailedHosts[host] += len(items)
+	return nil
+}
+
+func (w *batchWriter) finish() error {
+	if k, _ := w.deferred.Cursor().First(); len(k) >= 8 {
+		w.out.NextDue = time.Unix(0, int64(beUint64(k[:8])))
+	}
+	for host, d := range w.hostDelta {
+		if d.zero() {
+			continue
+		}
+		var hc HostCounts
+		if v := w.hosts.Get([]byte(host)); v != nil {
+			if err := json.Unmarshal(v, &hc); err != nil {
+				return fmt.Errorf("decode counts of host %s: %w", host, err)
+			}
+		}
+		hc.add(*d)
+		data, _ := json.Marshal(&hc)
+		if err := w.hosts.Put([]byte(host), data); err != nil {
+			return err
+		}
+	}
+	if w.counts == (Counts{}) {
+		return nil
+	}
+	total, err := readCounts(w.meta)
+	if err != nil {
+		return err
+	}
+	total.Seen += w.counts.Seen
+	total.Queued += w.counts.Queued
+	total.Deferred += w.counts.Deferred
+	total.Fetched += w.counts.Fetched
+	total.Failed += w.counts.Failed
+	data, _ := json.Marshal(&total)
+	return w.meta.Put(keyCounts, data)
+}
+
+func readCounts(meta *bolt.Bucket) (Counts, error) {
+	var c Counts
+	if v := meta.Get(keyCounts); v != nil {
+		if err := json.Unmarshal(v, &c); err != nil {
+			return c, fmt.Errorf("decode counts: %w", err)
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,26 @@
+// Package storage owns Breakwater's one bbolt file: opening it, its schema
+// version, its named buckets and the byte encodings of everything in them.
+// No other package imports bbolt.
+//
+// Buckets:
+//
+//	meta         schema version, crawl settings (seeds, scope), counters
+//	seen         16-byte hash of each canonical URL ever enqueued (the dedupe set)
+//	queue        host \x00 seq -> Item: URLs waiting to be fetched, FIFO per host
+//	deferred     due-time seq  -> Item: URLs parked until a time (retries, waits)
+//	results      URL hash      -> Result: the latest outcome of each fetched URL
+//	hosts        host          -> HostCounts
+//	robots       host          -> cached robots.txt bytes
+//	breakers     host          -> persisted circuit-breaker state
+//	transitions  seq           -> one breaker transition, append-only
+//	cases        seq           -> a refusal naming the crawler, for a human
+//
+// Invariants: a URL's hash is in seen before its Item is anywhere; an Item is
+// in exactly one of queue or deferred until its Result is stored, and the
+// queue entry is deleted in the same transaction that stores the Result, so a
+// crash at any moment loses no URL (in-flight ones are fetched again).
+//
+// Concurrency: a DB is safe for concurrent use. Writes are meant to be
+// grouped by the caller into one Commit per batch: each bbolt commit costs
+// two fsyncs, so one commit per URL would be far too slow.
+package storage

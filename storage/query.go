@@ -1,0 +1,161 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// LoadQueued returns up to limit queued items of host with Seq > afterSeq, in FIFO order.
+func (db *DB) LoadQueued(host string, afterSeq uint64, limit int) ([]Item, error) {
+	var items []Item
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		prefix := append([]byte(host), 0)
+		c := tx.Bucket(bucketQueue).Cursor()
+		for k, v := c.Seek(queueKey(host, afterSeq+1)); k != nil && bytes.HasPrefix(k, prefix) && len(items) < limit; k, v = c.Next() {
+			it, err := decodeItem("queue", k, v)
+			if err != nil {
+				return err
+			}
+			items = append(items, it)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load queue of %s: %w", host, err)
+	}
+	return items, nil
+}
+
+// ForEachHost calls fn with each host's counters, in host order.
+func (db *DB) ForEachHost(fn func(host string, c HostCounts) error) error {
+	return db.bolt.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketHosts).ForEach(func(k, v []byte) error {
+			var c HostCounts
+			if err := json.Unmarshal(v, &c); err != nil {
+				return fmt.Errorf("decode counts of host %s: %w", k, err)
+			}
+			return fn(string(k), c)
+		})
+	})
+}
+
+// Counts returns the crawl-wide counters.
+func (db *DB) Counts() (Counts, error) {
+	var c Counts
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		var err error
+		c, err = readCounts(tx.Bucket(bucketMeta))
+		return err
+	})
+	return c, err
+}
+
+// NextDue returns the earliest due time in the deferred bucket, zero when empty.
+func (db *DB) NextDue() (due int64, ok bool, err error) {
+	err = db.bolt.View(func(tx *bolt.Tx) error {
+		if k, _ := tx.Bucket(bucketDeferred).Cursor().First(); len(k) >= 8 {
+			due, ok = int64(beUint64(k[:8])), true
+		}
+		return nil
+	})
+	return due, ok, err
+}
+
+// ForEachResult calls fn with every stored result. The Result is decoded
+// fresh for each call and may be kept.
+func (db *DB) ForEachResult(fn func(r *Result) error) error {
+	return db.bolt.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketResults).ForEach(func(k, v []byte) error {
+			var r Result
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("decode result %x: %w", k, err)
+			}
+			return fn(&r)
+		})
+	})
+}
+
+// RequeueFailed puts every URL whose result is a failure back in the queue,
+// keeping its result until it is fetched again. It returns how many.
+func (db *DB) RequeueFailed() (int, error) {
+	var b Batch
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketResults).ForEach(func(k, v []byte) error {
+			var r Result
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("decode result %x: %w", k, err)
+			}
+			if r.Failed() {
+				it := Item{Host: r.Host, URL: r.URL, Depth: r.Depth}
+				copy(it.Hash[:], k)
+				b.Requeue(it)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("requeue failed: %w", err)
+	}
+	if b.Len() == 0 {
+		return 0, nil
+	}
+	if _, err := db.Commit(&b); err != nil {
+		return 0, fmt.Errorf("requeue failed: %w", err)
+	}
+	return b.Len(), nil
+}
+
+// get returns a copy of the value stored under key in one of the small
+// keyed buckets ("robots", "breakers", "meta").
+func (db *DB) get(bucket []byte, key string) ([]byte, error) {
+	var out []byte
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucket).Get([]byte(key)); v != nil {
+			out = append([]byte(nil), v...)
+		}
+		return nil
+	})
+	if err == nil && out == nil {
+		err = ErrNotFound
+	}
+	return out, err
+}
+
+// Robots returns the cached robots.txt bytes of host, or ErrNotFound.
+func (db *DB) Robots(host string) ([]byte, error) { return db.get(bucketRobots, host) }
+
+// Settings returns the stored crawl settings blob, or ErrNotFound.
+func (db *DB) Settings() ([]byte, error) { return db.get(bucketMeta, string(keySettings)) }
+
+// PutSettings stores the crawl settings blob (seeds, scope) for resumed runs.
+func (db *DB) PutSettings(data []byte) error {
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put(keySettings, data)
+	})
+}
+
+// ForEachBreaker calls fn with each host's stored breaker bytes.
+func (db *DB) ForEachBreaker(fn func(host string, data []byte) error) error {
+	return db.forEach(bucketBreakers, func(k, v []byte) error { return fn(string(k), v) })
+}
+
+// ForEachTransition calls fn with each logged transition, oldest first.
+func (db *DB) ForEachTransition(fn func(data []byte) error) error {
+	return db.forEach(bucketTransitions, func(_, v []byte) error { return fn(v) })
+}
+
+// ForEachCase calls fn with each recorded case, oldest first.
+func (db *DB) ForEachCase(fn func(data []byte) error) error {
+	return db.forEach(bucketCases, func(_, v []byte) error { return fn(v) })
+}
+
+func (db *DB) forEach(bucket []byte, fn func(k, v []byte) error) error {
+	return db.bolt.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucket).ForEach(func(k, v []byte) error {
+			return fn(append([]byte(nil), k...), append([]byte(nil), v...))
+		})
+	})
+}
