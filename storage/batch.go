@@ -154,7 +154,7 @@ func (w *batchWriter) apply(o *op) error {
 		if w.seen.Get(o.item.Hash[:]) != nil {
 			return nil
 		}
-		if err := w.seen.Put(o.item.Hash[:], nil); err != nil {
+		if err := w.seen.Put(o.item.Hash[:], []byte{1}); err != nil {
 			return err
 		}
 		w.counts.Seen++

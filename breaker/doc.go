@@ -1,0 +1,86 @@
+// Package breaker owns the per-host circuit breakers: the decision whether
+// to attempt a host at all, as opposed to backoff's decision of how long to
+// wait before the next attempt on one URL.
+//
+// # Basics
+//
+// A Breaker is one host's circuit, a plain value whose methods are pure
+// functions of (breaker, classified outcome, now). It is fed Classes, never
+// raw statuses: Transient failures count, Permanent and Throttled are
+// neutral, a Refused that names the crawler opens the circuit at once and
+// holds it with a case for a person.
+//
+//	Closed   --Threshold consecutive Transient-->  Open (rest)
+//	Open     --now >= OpenedAt+Rest, not held-->   HalfOpen
+//	HalfOpen --Probes consecutive probe OKs-->     Closed (rest ladder reset)
+//	HalfOpen --Transient probe-->                  Open (fresh rest, doubled up to RestMax)
+//	any      --Refused-->                          Open, held (Case)
+//	any      --Registry.Pause-->                   Open, held (Paused)
+//	held     --Unpause / ResolveCase-->            HalfOpen
+//
+// A Registry holds the breakers of one process. A worker calls Admit before
+// a request (after the authorisation check, before the rate limiter, so an
+// open host never spends a token) and Report with the returned Ticket
+// afterwards. A refused Decision carries RetryAt: the caller defers the URL
+// until then rather than failing it; a held host has no RetryAt and waits
+// for a person. There is no force-close.
+//
+// # Invariants
+//
+//   - Memory is proportional to trouble: a closed breaker with no failures
+//     and no hold has no entry, so a crawl of healthy hosts leaves the map
+//     empty, and an absent host reads as the zero (closed) Breaker.
+//   - A held breaker is Open and is never admitted, probed or closed by
+//     time or outcomes.
+//   - A half-open host has at most one outstanding probe. A probe that
+//     never reports stops blocking at admitted-at + ProbeTimeout, so no
+//     host stays stuck half-open.
+//   - Every transition (change of State or Hold) increments Generation.
+//
+// # Stale tickets
+//
+// Every Ticket carries the generation it was admitted under. What counts:
+//
+//   - Half-open takes only probe tickets of its own generation: a slow
+//     success started before the circuit opened cannot close it, a slow
+//     failure from before cannot reopen it, and only the outstanding probe
+//     itself frees the probe gate.
+//   - Open takes nothing (nothing was admitted under its generation).
+//   - Closed takes every non-probe ticket, whatever its generation.
+//
+// The closed rule follows from eviction. A close leaves the breaker clean,
+// so its entry is evicted and every closed period begins with the host
+// absent, and absence forgets generations: a request admitted before the
+// host got an entry must still count once it has one. So a request started
+// before an earlier open-and-recover cycle may, at worst, add one closed
+// failure or reset the count once. That cannot matter in practice: such a
+// request cannot outlive the request timeout, while a cycle lasts at least
+// a rest plus the probes, and it can never decide a probe. What must not
+// happen is an old probe ticket matching a new half-open generation after
+// its entry was evicted and recreated, so a new entry's generations start
+// above every generation an evicted entry reached.
+//
+// Refused is the exception to generations: it is a message about the
+// crawler, not a sample of the host's health, so a late refusal still opens
+// a case (turning a pause into a case too). A case outranks a pause.
+//
+// # Persistence
+//
+// Breaker fields are exported so that another package can store them.
+// TakeDirty hands over what changed and what was evicted since the last
+// call (write-through); Load restores an entry at startup without firing a
+// transition. The probe gate is not persisted: it starts free.
+//
+// # Concurrency
+//
+// A Registry is safe for concurrent use by many goroutines. One sync.Mutex
+// guards its map; critical sections are a map lookup and a few field
+// updates, with no I/O and no callbacks. The onTransition callback runs
+// after the lock is released, on the goroutine that caused the transition,
+// so callbacks may run concurrently and may call back into the Registry;
+// use Transition.Generation to order one host's transitions. Time is always
+// passed in: nothing in this package reads the clock.
+//
+// Config.Disabled turns the automatic breaker off (every unheld host is
+// allowed, Report does nothing) but operator pauses still hold.
+package breaker

@@ -1,0 +1,394 @@
+package breaker
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Ticket identifies one admitted request. Pass it back to Report unchanged.
+type Ticket struct {
+	Host string
+	// Generation is the breaker generation the request was admitted under;
+	// zero when the host had no entry.
+	Generation uint64
+	// Probe is set on the single request a half-open circuit lets through.
+	Probe bool
+	// At is when the request was admitted.
+	At time.Time
+}
+
+// Decision is Admit's answer.
+type Decision struct {
+	Allowed bool
+	// Ticket is valid only when Allowed.
+	Ticket Ticket
+	// RetryAt is when asking again may succeed: the end of the rest, or the
+	// deadline of the outstanding probe. Zero for a held host, which waits
+	// for a person (and for an allowed request).
+	RetryAt time.Time
+	// State and Hold describe the circuit after the decision.
+	State State
+	Hold  Hold
+}
+
+// Err returns nil for an allowed request, else an error wrapping ErrOpen
+// that names the host and why it is shut.
+func (d Decision) Err() error {
+	if d.Allowed {
+		return nil
+	}
+	if d.Hold != NoHold {
+		return fmt.Errorf("%s (%s): %w", d.Ticket.Host, d.Hold, ErrOpen)
+	}
+	return fmt.Errorf("%s (%s until %s): %w", d.Ticket.Host, d.State, d.RetryAt.Format(time.RFC3339), ErrOpen)
+}
+
+// Transition records one change of a host's State or Hold.
+type Transition struct {
+	At       time.Time
+	Host     string
+	From, To State
+	// Hold is the hold after the transition.
+	Hold Hold
+	// Class and Detail describe the outcome that caused the transition
+	// (status or error text); empty for time, pauses and releases.
+	Class  Class
+	Detail string
+	// Reason is the pause reason, the case text, or "unpaused" / "case resolved".
+	Reason string
+	// Generation is the breaker's generation after the transition. Callbacks
+	// may run concurrently; order one host's transitions by it.
+	Generation uint64
+}
+
+// entry is a host with trouble. Absent hosts are closed and clean.
+type entry struct {
+	b Breaker
+	// probing is set while the probe admitted at probeAt is unreported and
+	// its deadline has not passed. Transitions clear it.
+	probing bool
+	probeAt time.Time
+}
+
+// Registry holds the breakers of every troubled host of one process. It is
+// safe for concurrent use; see the package doc for its rules.
+type Registry struct {
+	cfg Config
+	on  func(Transition)
+
+	mu    sync.Mutex
+	hosts map[string]*entry
+	// floor exceeds every generation an evicted entry reached; new entries
+	// start there so that no old ticket can match their later generations.
+	floor   uint64
+	dirty   map[string]struct{}
+	removed map[string]struct{}
+}
+
+// NewRegistry returns an empty registry using cfg.WithDefaults().
+// onTransition, if not nil, is called for every transition after the
+// registry's lock is released, on the goroutine that caused it.
+func NewRegistry(cfg Config, onTransition func(Transition)) *Registry {
+	return &Registry{
+		cfg:     cfg.WithDefaults(),
+		on:      onTransition,
+		hosts:   make(map[string]*entry),
+		floor:   1,
+		dirty:   make(map[string]struct{}),
+		removed: make(map[string]struct{}),
+	}
+}
+
+// Admit decides whether a request to host may start at now. An absent or
+// open host costs one map lookup.
+func (r *Registry) Admit(host string, now time.Time) Decision {
+	r.mu.Lock()
+	e := r.hosts[host]
+	if e == nil {
+		r.mu.Unlock()
+		return Decision{Allowed: true, Ticket: Ticket{Host: host, At: now}}
+	}
+	d, tr, fire := r.admit(host, e, now)
+	r.mu.Unlock()
+	if fire {
+		r.emit(tr)
+	}
+	return d
+}
+
+func (r *Registry) admit(host string, e *entry, now time.Time) (Decision, Transition, bool) {
+	var tr Transition
+	before := e.b
+	fire := !r.cfg.Disabled && e.b.Advance(now)
+	if fire {
+		tr = r.commit(host, e, before, now, "", "", "")
+	}
+	d := Decision{State: e.b.State, Hold: e.b.Hold, Ticket: Ticket{Host: host}}
+	switch {
+	case e.b.Hold != NoHold:
+	case e.b.State == Closed || r.cfg.Disabled:
+		d.Allowed = true
+		d.Ticket = Ticket{Host: host, Generation: e.b.Generation, At: now}
+	case e.b.State == Open:
+		d.RetryAt = e.b.ReadyAt()
+	case e.b.State == HalfOpen:
+		r.admitProbe(host, e, &d, now)
+	}
+	return d, tr, fire
+}
+
+// admitProbe is the single-flight gate: one probe at a time, and a probe
+// that never reports stops blocking at its deadline so that no host can be
+// stuck half-open.
+func (r *Registry) admitProbe(host string, e *entry, d *Decision, now time.Time) {
+	deadline := e.probeAt.Add(r.cfg.ProbeTimeout)
+	if e.probing && now.Before(deadline) {
+		d.RetryAt = deadline
+		return
+	}
+	e.probing, e.probeAt = true, now
+	d.Allowed = true
+	d.Ticket = Ticket{Host: host, Generation: e.b.Generation, Probe: true, At: now}
+}
+
+// Report applies the outcome of a request admitted with t. Outcomes from
+// another generation are ignored (see the package doc), except Refused.
+func (r *Registry) Report(t Ticket, c Class, detail string, now time.Time) {
+	if r.cfg.Disabled {
+		return
+	}
+	r.mu.Lock()
+	tr, fire := r.report(t, c, detail, now)
+	r.mu.Unlock()
+	if fire {
+		r.emit(tr)
+	}
+}
+
+func (r *Registry) report(t Ticket, c Class, detail string, now time.Time) (Transition, bool) {
+	e := r.hosts[t.Host]
+	switch {
+	case e == nil:
+		// An absent host is closed and clean: only a non-probe failure or a
+		// refusal changes it.
+		if c != Refused && (c != Transient || t.Probe) {
+			return Transition{}, false
+		}
+		e = r.newEntry(t.Host)
+	case c != Refused && !e.accepts(t):
+		return Transition{}, false
+	}
+	if t.Probe && e.probing && t.Generation == e.b.Generation && t.At.Equal(e.probeAt) {
+		e.probing = false
+	}
+	before := e.b
+	moved := e.b.Record(r.cfg, c, detail, now)
+	tr := r.commit(t.Host, e, before, now, c, detail, "")
+	return tr, moved
+}
+
+// accepts reports whether an outcome of t may change e (Refused aside).
+// Half-open takes only probes of its own generation; closed takes every
+// non-probe ticket, because each closed period began with the host absent
+// (a close leaves it clean) and absence forgets generations; open takes
+// nothing, as nothing was admitted under its generation.
+func (e *entry) accepts(t Ticket) bool {
+	switch e.b.State {
+	case HalfOpen:
+		return t.Probe && t.Generation == e.b.Generation
+	case Closed:
+		return true
+	}
+	return false
+}
+
+// Pause force-opens host with an operator hold, creating its entry if
+// needed. Time and successes never close it; only Unpause does. A host
+// held by a case keeps its case; pausing a paused host replaces the reason.
+func (r *Registry) Pause(host, reason string, now time.Time) {
+	r.mu.Lock()
+	e := r.hosts[host]
+	if e == nil {
+		e = r.newEntry(host)
+	}
+	before := e.b
+	moved := e.b.pause(r.cfg, reason, now)
+	tr := r.commit(host, e, before, now, "", "", reason)
+	r.mu.Unlock()
+	if moved {
+		r.emit(tr)
+	}
+}
+
+// Unpause releases an operator pause to half-open. It returns an error
+// wrapping ErrCaseOpen for a host held by a case and ErrNotPaused for any
+// other host that is not paused.
+func (r *Registry) Unpause(host string, now time.Time) error {
+	return r.release(host, Paused, "unpaused", now)
+}
+
+// ResolveCase releases a case hold to half-open, or returns an error
+// wrapping ErrNoCase.
+func (r *Registry) ResolveCase(host string, now time.Time) error {
+	return r.release(host, Case, "case resolved", now)
+}
+
+func (r *Registry) release(host string, want Hold, reason string, now time.Time) error {
+	r.mu.Lock()
+	e := r.hosts[host]
+	if e == nil || e.b.Hold != want {
+		var have Hold
+		if e != nil {
+			have = e.b.Hold
+		}
+		r.mu.Unlock()
+		return releaseError(host, want, have)
+	}
+	before := e.b
+	e.b.release(now)
+	tr := r.commit(host, e, before, now, "", "", reason)
+	r.mu.Unlock()
+	r.emit(tr)
+	return nil
+}
+
+func releaseError(host string, want, have Hold) error {
+	switch {
+	case want == Case:
+		return fmt.Errorf("resolve case for %s: %w", host, ErrNoCase)
+	case have == Case:
+		return fmt.Errorf("unpause %s: %w", host, ErrCaseOpen)
+	}
+	return fmt.Errorf("unpause %s: %w", host, ErrNotPaused)
+}
+
+// GiveUp reports whether host has been down, unheld, for at least after:
+// it is open or half-open without a hold and no probe streak has closed it
+// since DownSince.
+func (r *Registry) GiveUp(host string, after time.Duration, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.hosts[host]
+	if e == nil || e.b.State == Closed || e.b.Hold != NoHold || e.b.DownSince.IsZero() {
+		return false
+	}
+	return now.Sub(e.b.DownSince) >= after
+}
+
+// Get returns host's breaker and whether it has an entry. A host without
+// one is closed and clean (the zero Breaker).
+func (r *Registry) Get(host string) (Breaker, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.hosts[host]
+	if e == nil {
+		return Breaker{}, false
+	}
+	return e.b, true
+}
+
+// Snapshot returns a copy of every entry.
+func (r *Registry) Snapshot() map[string]Breaker {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]Breaker, len(r.hosts))
+	for h, e := range r.hosts {
+		out[h] = e.b
+	}
+	return out
+}
+
+// Load restores a persisted breaker for host without firing a transition or
+// marking it dirty. It is meant for startup, before requests are admitted.
+// A clean breaker removes the entry; a held breaker is forced Open; a
+// missing rest takes the configured one. The probe gate starts free.
+func (r *Registry) Load(host string, b Breaker) {
+	if b.Hold != NoHold {
+		b.State = Open
+	}
+	if b.State != Closed && b.Rest <= 0 {
+		b.Rest = r.cfg.Rest
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old := r.hosts[host]; old != nil {
+		r.floor = max(r.floor, old.b.Generation+1)
+	}
+	if b.Clean() {
+		delete(r.hosts, host)
+		delete(r.dirty, host)
+		return
+	}
+	r.hosts[host] = &entry{b: b}
+}
+
+// TakeDirty returns the hosts whose breaker changed since the last call
+// (with their current state) and the hosts whose entry was evicted (now
+// closed and clean: delete them from the store), and clears both sets.
+// Both results are nil when nothing changed; removed is sorted.
+func (r *Registry) TakeDirty() (changed map[string]Breaker, removed []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.dirty) > 0 {
+		changed = make(map[string]Breaker, len(r.dirty))
+		for h := range r.dirty {
+			changed[h] = r.hosts[h].b
+		}
+		clear(r.dirty)
+	}
+	if len(r.removed) > 0 {
+		removed = make([]string, 0, len(r.removed))
+		for h := range r.removed {
+			removed = append(removed, h)
+		}
+		slices.Sort(removed)
+		clear(r.removed)
+	}
+	return changed, removed
+}
+
+func (r *Registry) newEntry(host string) *entry {
+	e := &entry{b: Breaker{Generation: r.floor}}
+	r.hosts[host] = e
+	return e
+}
+
+// commit books a change of e.b from before: a new generation frees the
+// probe gate, the host becomes dirty, and a clean entry is evicted. It
+// returns the Transition describing it (meaningful only when State or
+// Hold changed).
+func (r *Registry) commit(host string, e *entry, before Breaker, now time.Time, c Class, detail, reason string) Transition {
+	if e.b.Generation != before.Generation {
+		e.probing = false
+	}
+	if e.b != before {
+		r.dirty[host] = struct{}{}
+		delete(r.removed, host)
+	}
+	r.evictIfClean(host, e)
+	if reason == "" && e.b.Hold != NoHold {
+		reason = e.b.HoldReason
+	}
+	return Transition{
+		At: now, Host: host, From: before.State, To: e.b.State, Hold: e.b.Hold,
+		Class: c, Detail: detail, Reason: reason, Generation: e.b.Generation,
+	}
+}
+
+func (r *Registry) evictIfClean(host string, e *entry) {
+	if !e.b.Clean() || e.probing {
+		return
+	}
+	delete(r.hosts, host)
+	r.floor = max(r.floor, e.b.Generation+1)
+	r.removed[host] = struct{}{}
+	delete(r.dirty, host)
+}
+
+func (r *Registry) emit(tr Transition) {
+	if r.on != nil {
+		r.on(tr)
+	}
+}

@@ -1,0 +1,558 @@
+package breaker
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const host = "example.org"
+
+// recorder collects transitions; the registry may call it concurrently.
+type recorder struct {
+	mu  sync.Mutex
+	all []Transition
+}
+
+func (rc *recorder) add(tr Transition) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.all = append(rc.all, tr)
+}
+
+func (rc *recorder) list() []Transition {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]Transition(nil), rc.all...)
+}
+
+func newReg(tb testing.TB, cfg Config) (*Registry, *recorder) {
+	tb.Helper()
+	rc := &recorder{}
+	return NewRegistry(cfg, rc.add), rc
+}
+
+func mustAdmit(tb testing.TB, r *Registry, h string, now time.Time) Ticket {
+	tb.Helper()
+	d := r.Admit(h, now)
+	if !d.Allowed {
+		tb.Fatalf("Admit(%s, %v) refused: %+v", h, now.Sub(t0), d)
+	}
+	return d.Ticket
+}
+
+func mustDeny(tb testing.TB, r *Registry, h string, now time.Time) Decision {
+	tb.Helper()
+	d := r.Admit(h, now)
+	if d.Allowed {
+		tb.Fatalf("Admit(%s, %v) allowed: %+v", h, now.Sub(t0), d)
+	}
+	return d
+}
+
+// outcome admits a request at now and reports c for it at once.
+func outcome(tb testing.TB, r *Registry, h string, c Class, now time.Time) {
+	tb.Helper()
+	r.Report(mustAdmit(tb, r, h, now), c, string(c), now)
+}
+
+func wantState(tb testing.TB, r *Registry, h string, want State, wantHold Hold) Breaker {
+	tb.Helper()
+	b, _ := r.Get(h)
+	if b.State != want || b.Hold != wantHold {
+		tb.Fatalf("%s: state %v hold %q, want %v hold %q (%+v)", h, b.State, b.Hold, want, wantHold, b)
+	}
+	return b
+}
+
+// openHost drives h open with Threshold failures at now.
+func openHost(tb testing.TB, r *Registry, h string, now time.Time) {
+	tb.Helper()
+	for range r.cfg.Threshold {
+		outcome(tb, r, h, Transient, now)
+	}
+	wantState(tb, r, h, Open, NoHold)
+}
+
+func TestRegistryOpensAfterThreshold(t *testing.T) {
+	for _, threshold := range []int{1, 3, 8} {
+		t.Run(fmt.Sprint(threshold), func(t *testing.T) {
+			r, _ := newReg(t, Config{Threshold: threshold, Rest: time.Minute})
+			for i := range threshold - 1 {
+				outcome(t, r, host, Transient, at(time.Duration(i)))
+			}
+			wantState(t, r, host, Closed, NoHold)
+			outcome(t, r, host, Transient, at(time.Second))
+			d := mustDeny(t, r, host, at(time.Second))
+			if d.State != Open || !d.RetryAt.Equal(at(time.Second+time.Minute)) {
+				t.Fatalf("decision %+v, want open until rest end", d)
+			}
+			if !errors.Is(d.Err(), ErrOpen) {
+				t.Fatalf("Err() = %v, want ErrOpen", d.Err())
+			}
+		})
+	}
+}
+
+func TestRegistryIntermittentFailuresNeverOpen(t *testing.T) {
+	const n, threshold = 5000, 8
+	r, rc := newReg(t, Config{Threshold: threshold})
+	rng := rand.New(rand.NewPCG(1, 2))
+	run, longest, failures := 0, 0, 0
+	for i := range n {
+		c := OK
+		if rng.Float64() < 0.3 {
+			c = Transient
+			failures++
+			run++
+		} else {
+			run = 0
+		}
+		longest = max(longest, run)
+		outcome(t, r, host, c, at(time.Duration(i)*time.Second))
+	}
+	// Guard the seed: the test only means something if the sequence has
+	// the expected error rate and no genuine run of threshold failures.
+	if rate := float64(failures) / n; rate < 0.28 || rate > 0.32 || longest >= threshold {
+		t.Fatalf("seed gives rate %.3f and longest run %d; pick another seed", rate, longest)
+	}
+	wantState(t, r, host, Closed, NoHold)
+	if len(rc.list()) != 0 {
+		t.Fatalf("transitions fired: %+v", rc.list())
+	}
+}
+
+func TestRegistryRestBoundary(t *testing.T) {
+	rest := time.Minute
+	r, _ := newReg(t, Config{Threshold: 1, Rest: rest})
+	outcome(t, r, host, Transient, t0)
+	d := mustDeny(t, r, host, at(rest-time.Nanosecond))
+	if d.State != Open || !d.RetryAt.Equal(at(rest)) {
+		t.Fatalf("at rest-1ns: %+v, want open until %v", d, rest)
+	}
+	tk := mustAdmit(t, r, host, at(rest))
+	if !tk.Probe {
+		t.Fatalf("ticket at rest end is not a probe: %+v", tk)
+	}
+	wantState(t, r, host, HalfOpen, NoHold)
+}
+
+func TestRegistryRefusalHolds(t *testing.T) {
+	r, rc := newReg(t, Config{Threshold: 99, Rest: time.Minute})
+	early := mustAdmit(t, r, host, t0)
+	outcome(t, r, host, Refused, t0)
+	b := wantState(t, r, host, Open, Case)
+	if b.HoldReason != string(Refused) {
+		t.Fatalf("hold reason %q, want the refusal's detail", b.HoldReason)
+	}
+	forged := Ticket{Host: host, Generation: b.Generation, Probe: true, At: t0}
+	for i := range 1000 {
+		now := at(time.Duration(i) * time.Hour)
+		r.Report(early, OK, "200", now)
+		r.Report(forged, OK, "200", now)
+		if d := mustDeny(t, r, host, now); d.Hold != Case || !d.RetryAt.IsZero() {
+			t.Fatalf("held decision %+v, want case hold and no RetryAt", d)
+		}
+	}
+	wantState(t, r, host, Open, Case)
+	if r.GiveUp(host, time.Second, at(1000*time.Hour)) {
+		t.Fatal("GiveUp on a held host")
+	}
+	if err := r.Unpause(host, t0); !errors.Is(err, ErrCaseOpen) {
+		t.Fatalf("Unpause = %v, want ErrCaseOpen", err)
+	}
+	if err := r.ResolveCase(host, at(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if tk := mustAdmit(t, r, host, at(time.Hour)); !tk.Probe {
+		t.Fatal("no probe after ResolveCase")
+	}
+	trs := rc.list()
+	if len(trs) != 2 || trs[0].Hold != Case || trs[0].Class != Refused || trs[1].Reason != "case resolved" {
+		t.Fatalf("transitions %+v", trs)
+	}
+}
+
+func TestRegistryPause(t *testing.T) {
+	r, rc := newReg(t, Config{Rest: time.Minute})
+	before := mustAdmit(t, r, host, t0)
+	r.Pause(host, "complaint #12", t0)
+	for i := range 100 {
+		now := at(time.Duration(i) * time.Hour)
+		r.Report(before, OK, "200", now)
+		mustDeny(t, r, host, now)
+	}
+	wantState(t, r, host, Open, Paused)
+	if err := r.ResolveCase(host, t0); !errors.Is(err, ErrNoCase) {
+		t.Fatalf("ResolveCase on a pause = %v, want ErrNoCase", err)
+	}
+	if err := r.Unpause(host, at(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, r, host, HalfOpen, NoHold)
+	if err := r.Unpause(host, at(time.Hour)); !errors.Is(err, ErrNotPaused) {
+		t.Fatalf("second Unpause = %v, want ErrNotPaused", err)
+	}
+	if err := r.Unpause("never.seen", t0); !errors.Is(err, ErrNotPaused) {
+		t.Fatalf("Unpause unknown host = %v, want ErrNotPaused", err)
+	}
+	trs := rc.list()
+	if len(trs) != 2 || trs[0].Reason != "complaint #12" || trs[0].Hold != Paused || trs[1].Reason != "unpaused" || trs[1].To != HalfOpen {
+		t.Fatalf("transitions %+v", trs)
+	}
+}
+
+func TestRegistryLateRefusalTurnsPauseIntoCase(t *testing.T) {
+	r, _ := newReg(t, Config{})
+	tk := mustAdmit(t, r, host, t0)
+	r.Pause(host, "maintenance", t0)
+	r.Report(tk, Refused, "403 breakwater", at(time.Second))
+	wantState(t, r, host, Open, Case)
+	r.Pause(host, "again", at(2*time.Second))
+	if b := wantState(t, r, host, Open, Case); b.HoldReason != "403 breakwater" {
+		t.Fatalf("pause replaced the case: %+v", b)
+	}
+}
+
+func TestRegistryFailedProbeReopensWithFreshRest(t *testing.T) {
+	rest := time.Minute
+	r, _ := newReg(t, Config{Threshold: 1, Rest: rest})
+	outcome(t, r, host, Transient, t0)
+	probe := mustAdmit(t, r, host, at(rest))
+	failAt := at(rest + 30*time.Second)
+	r.Report(probe, Transient, "timeout", failAt)
+	if b := wantState(t, r, host, Open, NoHold); !b.OpenedAt.Equal(failAt) || b.Rest != rest {
+		t.Fatalf("reopened %+v, want fresh rest from the failure", b)
+	}
+	mustDeny(t, r, host, failAt.Add(rest-time.Nanosecond))
+	mustAdmit(t, r, host, failAt.Add(rest))
+}
+
+func TestRegistryEscalationDoublesToCapAndResets(t *testing.T) {
+	rest := time.Minute
+	r, _ := newReg(t, Config{Threshold: 1, Rest: rest, RestMax: 3 * rest, Probes: 2})
+	outcome(t, r, host, Transient, t0)
+	wantRests := []time.Duration{2 * rest, 3 * rest, 3 * rest}
+	now := t0
+	for i, want := range wantRests {
+		b, _ := r.Get(host)
+		now = b.ReadyAt()
+		mustDeny(t, r, host, now.Add(-time.Nanosecond))
+		outcome(t, r, host, Transient, now)
+		if b, _ = r.Get(host); b.Rest != want || b.Level != min(i+1, 2) {
+			t.Fatalf("failed probe %d: rest %v level %d, want %v", i, b.Rest, b.Level, want)
+		}
+	}
+	now = now.Add(3 * rest)
+	outcome(t, r, host, OK, now)
+	outcome(t, r, host, OK, now)
+	if _, ok := r.Get(host); ok {
+		t.Fatal("closed host kept an entry")
+	}
+	outcome(t, r, host, Transient, now)
+	if b := wantState(t, r, host, Open, NoHold); b.Rest != rest || b.Level != 0 {
+		t.Fatalf("reopened after close: rest %v level %d, want %v 0", b.Rest, b.Level, rest)
+	}
+}
+
+func TestRegistryStaleOutcomesIgnored(t *testing.T) {
+	rest := time.Minute
+	tests := []struct {
+		name  string
+		class Class
+		probe bool // report a stale probe ticket instead of a closed one
+		want  State
+	}{
+		{"slow success from before opening does not close", OK, false, HalfOpen},
+		{"slow failure from before opening does not reopen", Transient, false, HalfOpen},
+		{"stale probe success from an earlier half-open", OK, true, HalfOpen},
+		{"stale probe failure from an earlier half-open", Transient, true, HalfOpen},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, _ := newReg(t, Config{Threshold: 2, Rest: rest, Probes: 1})
+			slow := mustAdmit(t, r, host, t0)
+			openHost(t, r, host, t0)
+			if tt.probe {
+				slow = mustAdmit(t, r, host, at(rest))
+				r.Report(mustAdmit(t, r, host, at(rest+r.cfg.ProbeTimeout)), Transient, "", at(rest+r.cfg.ProbeTimeout))
+			}
+			r.Report(slow, OK, "", at(time.Second)) // while open: ignored too
+			wantState(t, r, host, Open, NoHold)
+			b, _ := r.Get(host)
+			probe := mustAdmit(t, r, host, b.ReadyAt())
+			r.Report(slow, tt.class, "", b.ReadyAt())
+			b = wantState(t, r, host, tt.want, NoHold)
+			if b.ProbeSuccesses != 0 {
+				t.Fatalf("stale outcome counted: %+v", b)
+			}
+			mustDeny(t, r, host, b.ReadyAt()) // the stale ticket did not free the gate
+			r.Report(probe, OK, "", b.ReadyAt())
+			wantState(t, r, host, Closed, NoHold)
+		})
+	}
+}
+
+func TestRegistryEvictionStaleTickets(t *testing.T) {
+	rest := time.Minute
+	r, _ := newReg(t, Config{Threshold: 1, Rest: rest, Probes: 1})
+	outcome(t, r, host, Transient, t0)
+	oldProbe := mustAdmit(t, r, host, at(rest))
+	r.Report(mustAdmit(t, r, host, at(rest+time.Hour)), OK, "", at(rest+time.Hour)) // gate expired; closes
+	if _, ok := r.Get(host); ok {
+		t.Fatal("closed host kept an entry")
+	}
+	// A new life of the host: the old probe must not match its half-open.
+	outcome(t, r, host, Transient, at(2*time.Hour))
+	probe := mustAdmit(t, r, host, at(2*time.Hour+rest))
+	r.Report(oldProbe, OK, "", at(2*time.Hour+rest))
+	if b := wantState(t, r, host, HalfOpen, NoHold); oldProbe.Generation >= b.Generation {
+		t.Fatalf("new generation %d not above old ticket %d", b.Generation, oldProbe.Generation)
+	}
+	r.Report(probe, OK, "", at(2*time.Hour+rest))
+	wantState(t, r, host, Closed, NoHold)
+}
+
+func TestRegistryProbeGateConcurrent(t *testing.T) {
+	r, _ := newReg(t, Config{Threshold: 1, Rest: time.Minute})
+	outcome(t, r, host, Transient, t0)
+	now := at(time.Minute)
+	var allowed, probes atomic.Int32
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			d := r.Admit(host, now)
+			if d.Allowed {
+				allowed.Add(1)
+				if d.Ticket.Probe {
+					probes.Add(1)
+				}
+			} else if !d.RetryAt.Equal(now.Add(r.cfg.ProbeTimeout)) {
+				t.Errorf("refused with RetryAt %v, want the gate deadline", d.RetryAt)
+			}
+		})
+	}
+	wg.Wait()
+	if allowed.Load() != 1 || probes.Load() != 1 {
+		t.Fatalf("allowed %d (probes %d), want exactly one probe", allowed.Load(), probes.Load())
+	}
+}
+
+func TestRegistryUnreportedProbeReleases(t *testing.T) {
+	rest, pt := time.Minute, 10*time.Second
+	r, _ := newReg(t, Config{Threshold: 1, Rest: rest, ProbeTimeout: pt, Probes: 2})
+	outcome(t, r, host, Transient, t0)
+	lost := mustAdmit(t, r, host, at(rest))
+	if d := mustDeny(t, r, host, at(rest+pt-time.Nanosecond)); !d.RetryAt.Equal(at(rest + pt)) {
+		t.Fatalf("RetryAt %v, want the gate deadline", d.RetryAt)
+	}
+	second := mustAdmit(t, r, host, at(rest+pt))
+	// The lost probe finally reports: it counts (same half-open) but must
+	// not free the gate that now belongs to the second probe.
+	r.Report(lost, OK, "", at(rest+pt+time.Second))
+	if b := wantState(t, r, host, HalfOpen, NoHold); b.ProbeSuccesses != 1 {
+		t.Fatalf("late probe success not counted: %+v", b)
+	}
+	mustDeny(t, r, host, at(rest+pt+time.Second))
+	r.Report(second, OK, "", at(rest+pt+2*time.Second))
+	wantState(t, r, host, Closed, NoHold)
+}
+
+func TestRegistryNeutralProbeReleasesGate(t *testing.T) {
+	r, _ := newReg(t, Config{Threshold: 1, Rest: time.Minute, Probes: 2})
+	outcome(t, r, host, Transient, t0)
+	now := at(time.Minute)
+	outcome(t, r, host, OK, now)
+	for _, c := range []Class{Permanent, Throttled, "unknown"} {
+		outcome(t, r, host, c, now)
+		if b := wantState(t, r, host, HalfOpen, NoHold); b.ProbeSuccesses != 1 {
+			t.Fatalf("%s probe changed the streak: %+v", c, b)
+		}
+	}
+	outcome(t, r, host, OK, now)
+	wantState(t, r, host, Closed, NoHold)
+}
+
+func TestRegistryTakeDirty(t *testing.T) {
+	r, _ := newReg(t, Config{Threshold: 3})
+	if c, rm := r.TakeDirty(); c != nil || rm != nil {
+		t.Fatalf("fresh registry dirty: %v %v", c, rm)
+	}
+	outcome(t, r, "a.test", Transient, t0)
+	outcome(t, r, "b.test", Transient, t0)
+	outcome(t, r, "c.test", OK, t0)
+	c, rm := r.TakeDirty()
+	if len(c) != 2 || c["a.test"].Failures != 1 || c["b.test"].Failures != 1 || rm != nil {
+		t.Fatalf("changed %v removed %v", c, rm)
+	}
+	if c, rm = r.TakeDirty(); c != nil || rm != nil {
+		t.Fatalf("not cleared: %v %v", c, rm)
+	}
+	outcome(t, r, "a.test", OK, t0)
+	r.Pause("d.test", "ops", t0)
+	c, rm = r.TakeDirty()
+	if len(c) != 1 || c["d.test"].Hold != Paused || len(rm) != 1 || rm[0] != "a.test" {
+		t.Fatalf("changed %v removed %v, want d.test changed and a.test removed", c, rm)
+	}
+	outcome(t, r, "b.test", OK, t0)
+	outcome(t, r, "b.test", Transient, t0) // evicted, then back within one window
+	if c, rm = r.TakeDirty(); len(c) != 1 || c["b.test"].Failures != 1 || rm != nil {
+		t.Fatalf("changed %v removed %v, want b.test changed only", c, rm)
+	}
+}
+
+func TestRegistryLoadKeepsOpenUntilRestEnd(t *testing.T) {
+	rest := time.Minute
+	r1, _ := newReg(t, Config{Threshold: 1, Rest: rest})
+	outcome(t, r1, host, Transient, t0)
+	r1.Pause("paused.test", "ops", t0)
+	saved := r1.Snapshot()
+
+	r2, rc := newReg(t, Config{Threshold: 1, Rest: rest})
+	for h, b := range saved {
+		r2.Load(h, b)
+	}
+	r2.Load("clean.test", Breaker{})
+	if c, rm := r2.TakeDirty(); c != nil || rm != nil || len(rc.list()) != 0 {
+		t.Fatalf("Load dirtied %v %v or fired %v", c, rm, rc.list())
+	}
+	if len(r2.Snapshot()) != 2 {
+		t.Fatalf("snapshot %v", r2.Snapshot())
+	}
+	if d := mustDeny(t, r2, host, at(rest-time.Nanosecond)); !d.RetryAt.Equal(at(rest)) {
+		t.Fatalf("restored RetryAt %v, want %v", d.RetryAt, at(rest))
+	}
+	mustAdmit(t, r2, host, at(rest))
+	mustDeny(t, r2, "paused.test", at(time.Hour))
+}
+
+func TestRegistryHealthyHostsLeaveNoEntry(t *testing.T) {
+	r, _ := newReg(t, Config{})
+	for i := range 100_000 {
+		h := fmt.Sprintf("h%d.test", i)
+		outcome(t, r, h, []Class{OK, Permanent, Throttled}[i%3], t0)
+	}
+	outcome(t, r, host, Transient, t0)
+	outcome(t, r, host, OK, t0)
+	if n := len(r.Snapshot()); n != 0 {
+		t.Fatalf("%d entries after a healthy crawl, want 0", n)
+	}
+}
+
+func TestRegistryGiveUp(t *testing.T) {
+	rest := time.Minute
+	r, _ := newReg(t, Config{Threshold: 1, Rest: rest, Probes: 1})
+	if r.GiveUp(host, 0, t0) {
+		t.Fatal("GiveUp on an unknown host")
+	}
+	outcome(t, r, host, Transient, t0)
+	for i := range 5 { // failed probes keep the down clock running
+		outcome(t, r, host, Transient, at(time.Duration(i+1)*rest))
+	}
+	if r.GiveUp(host, time.Hour, at(time.Hour-time.Nanosecond)) || !r.GiveUp(host, time.Hour, at(time.Hour)) {
+		t.Fatal("GiveUp not exactly at DownSince+after")
+	}
+	r.Pause(host, "ops", at(time.Hour))
+	if r.GiveUp(host, time.Hour, at(2*time.Hour)) {
+		t.Fatal("GiveUp on a paused host")
+	}
+	if err := r.Unpause(host, at(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if r.GiveUp(host, time.Hour, at(2*time.Hour)) {
+		t.Fatal("unpause did not restart the down clock")
+	}
+	outcome(t, r, host, OK, at(2*time.Hour))
+	if r.GiveUp(host, 0, at(10*time.Hour)) {
+		t.Fatal("GiveUp on a recovered host")
+	}
+}
+
+func TestRegistryTransitions(t *testing.T) {
+	var r *Registry
+	var got []Transition
+	r = NewRegistry(Config{Threshold: 2, Rest: time.Minute, Probes: 1}, func(tr Transition) {
+		r.Get(tr.Host) // would deadlock if called under the lock
+		got = append(got, tr)
+	})
+	outcome(t, r, host, Transient, t0)
+	outcome(t, r, host, Transient, at(1))
+	tk := mustAdmit(t, r, host, at(time.Minute+1))
+	r.Report(tk, OK, "200", at(time.Minute+2))
+	want := []Transition{
+		{At: at(1), Host: host, From: Closed, To: Open, Class: Transient, Detail: "transient", Generation: 2},
+		{At: at(time.Minute + 1), Host: host, From: Open, To: HalfOpen, Generation: 3},
+		{At: at(time.Minute + 2), Host: host, From: HalfOpen, To: Closed, Class: OK, Detail: "200", Generation: 4},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("transitions:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestRegistryDisabled(t *testing.T) {
+	r, rc := newReg(t, Config{Threshold: 1, Disabled: true})
+	for i := range 10 {
+		outcome(t, r, host, Transient, at(time.Duration(i)))
+		outcome(t, r, host, Refused, at(time.Duration(i)))
+	}
+	if len(r.Snapshot()) != 0 || len(rc.list()) != 0 {
+		t.Fatalf("disabled registry recorded %v %v", r.Snapshot(), rc.list())
+	}
+	r.Pause(host, "ops", t0)
+	mustDeny(t, r, host, at(time.Hour))
+	if err := r.Unpause(host, at(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	mustAdmit(t, r, host, at(time.Hour))
+	mustAdmit(t, r, host, at(time.Hour))
+}
+
+// TestRegistryConcurrent hammers several hosts from many goroutines with
+// random outcomes, then checks that every host recovers once it answers.
+func TestRegistryConcurrent(t *testing.T) {
+	const workers, ops = 16, 2000
+	rest := time.Second
+	r, _ := newReg(t, Config{Threshold: 3, Rest: rest, RestMax: 4 * rest, ProbeTimeout: rest})
+	hosts := []string{"a.test", "b.test", "c.test", "d.test", "e.test"}
+	var clock atomic.Int64
+	now := func() time.Time { return at(time.Duration(clock.Add(int64(time.Millisecond)))) }
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for range ops {
+				h := hosts[rng.IntN(len(hosts))]
+				d := r.Admit(h, now())
+				if !d.Allowed {
+					continue
+				}
+				c := []Class{OK, Transient, Transient, Permanent, Throttled}[rng.IntN(5)]
+				r.Report(d.Ticket, c, "", now())
+				if rng.IntN(50) == 0 {
+					r.TakeDirty()
+					r.Snapshot()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	end := at(time.Duration(clock.Load()) + time.Hour)
+	for _, h := range hosts {
+		for i := 0; i < 10; i++ {
+			if d := r.Admit(h, end); d.Allowed {
+				r.Report(d.Ticket, OK, "", end)
+			}
+		}
+	}
+	if snap := r.Snapshot(); len(snap) != 0 {
+		t.Fatalf("hosts did not recover: %+v", snap)
+	}
+}

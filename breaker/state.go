@@ -1,0 +1,289 @@
+package breaker
+
+import (
+	"strconv"
+	"time"
+)
+
+// State is where a host's circuit stands. The zero value is Closed, so a
+// host the registry has never seen reads as healthy.
+type State uint8
+
+// The three circuit states.
+const (
+	// Closed admits every request and counts consecutive transient failures.
+	Closed State = iota
+	// Open admits nothing until its rest has passed (or, when held, until released).
+	Open
+	// HalfOpen admits one probe at a time; enough probe successes close it.
+	HalfOpen
+)
+
+// String returns "closed", "open" or "half-open".
+func (s State) String() string {
+	switch s {
+	case Closed:
+		return "closed"
+	case Open:
+		return "open"
+	case HalfOpen:
+		return "half-open"
+	}
+	return "State(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Hold says why an open circuit must not close on its own.
+type Hold uint8
+
+// The holds. A held breaker is always Open, never probed and never moved to
+// half-open by time; only Registry.Unpause or Registry.ResolveCase release it.
+const (
+	// NoHold is an ordinary breaker.
+	NoHold Hold = iota
+	// Paused is an operator's force-open.
+	Paused
+	// Case is a refusal that named the crawler: a human must resolve it.
+	Case
+)
+
+// String returns "", "paused" or "case".
+func (h Hold) String() string {
+	switch h {
+	case NoHold:
+		return ""
+	case Paused:
+		return "paused"
+	case Case:
+		return "case"
+	}
+	return "Hold(" + strconv.Itoa(int(h)) + ")"
+}
+
+// Defaults used by Config.WithDefaults. Eight failures and five minutes of
+// rest are the reference's starting point for general crawling.
+const (
+	DefaultThreshold    = 8
+	DefaultRest         = 5 * time.Minute
+	DefaultProbes       = 2
+	DefaultProbeTimeout = 45 * time.Second
+)
+
+// Config tunes every breaker of a registry. A zero or negative field means
+// its default (see WithDefaults).
+type Config struct {
+	// Threshold is the number of consecutive transient failures that opens
+	// a closed circuit. Default 8.
+	Threshold int
+	// Rest is how long an open circuit stays shut before a probe. Default 5m.
+	Rest time.Duration
+	// RestMax caps the rest when failed probes double it. Default Rest,
+	// which turns escalation off; a value below Rest is raised to Rest.
+	RestMax time.Duration
+	// Probes is the number of consecutive probe successes that closes a
+	// half-open circuit. Default 2: one success proves little.
+	Probes int
+	// ProbeTimeout is how long a probe may stay unreported before the gate
+	// lets another probe through. It should be the request timeout plus
+	// slack. Default 45s.
+	ProbeTimeout time.Duration
+	// Disabled turns automatic opening off: Admit allows every host that
+	// is not held and Report does nothing. Operator holds still apply.
+	Disabled bool
+}
+
+// WithDefaults returns c with every zero or negative field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.Threshold <= 0 {
+		c.Threshold = DefaultThreshold
+	}
+	if c.Rest <= 0 {
+		c.Rest = DefaultRest
+	}
+	if c.RestMax < c.Rest {
+		c.RestMax = c.Rest
+	}
+	if c.Probes <= 0 {
+		c.Probes = DefaultProbes
+	}
+	if c.ProbeTimeout <= 0 {
+		c.ProbeTimeout = DefaultProbeTimeout
+	}
+	return c
+}
+
+// Breaker is the circuit of one host. It is a plain value with exported
+// fields so that another package can persist and restore it; its methods
+// are pure functions of (breaker, outcome, now). Which outcomes reach it is
+// the Registry's business (generations, probe gate).
+type Breaker struct {
+	State State
+	// Failures counts consecutive transient failures while closed.
+	Failures int
+	// ProbeSuccesses counts consecutive probe successes while half-open.
+	ProbeSuccesses int
+	// OpenedAt is the start of the current rest.
+	OpenedAt time.Time
+	// Rest is the length of the current rest; failed probes may double it.
+	Rest time.Duration
+	// Level is the number of doublings applied to Rest since the last close.
+	Level int
+	// DownSince is when the circuit opened after the host was last healthy,
+	// restarted when a hold is released; zero while closed. GiveUp reads it.
+	DownSince time.Time
+	// Generation increases by one on every transition (a change of State
+	// or Hold); outcomes of requests admitted under another generation are
+	// stale.
+	Generation uint64
+	Hold       Hold
+	// HoldReason is the operator's pause reason or the refusal's detail.
+	HoldReason string
+}
+
+// Clean reports whether b is indistinguishable from a host never seen:
+// closed, no failures counted, no hold. The registry keeps no entry for it.
+func (b Breaker) Clean() bool {
+	return b.State == Closed && b.Failures == 0 && b.Hold == NoHold
+}
+
+// ReadyAt returns when a resting breaker may move to half-open. It is zero
+// unless b is Open and unheld: held breakers wait for a person, not a time.
+func (b Breaker) ReadyAt() time.Time {
+	if b.State != Open || b.Hold != NoHold {
+		return time.Time{}
+	}
+	return b.OpenedAt.Add(b.Rest)
+}
+
+// Advance moves an unheld Open breaker whose rest has ended (now >=
+// OpenedAt+Rest) to HalfOpen and reports whether it did.
+func (b *Breaker) Advance(now time.Time) bool {
+	if b.State != Open || b.Hold != NoHold || now.Before(b.ReadyAt()) {
+		return false
+	}
+	b.State = HalfOpen
+	b.ProbeSuccesses = 0
+	b.Generation++
+	return true
+}
+
+// Record applies one classified outcome and reports whether it caused a
+// transition. While half-open the outcome is taken as a probe's. Neutral
+// classes (and unknown ones) change nothing; Refused opens and holds the
+// circuit in any state; an Open breaker ignores everything else.
+func (b *Breaker) Record(cfg Config, c Class, detail string, now time.Time) bool {
+	cfg = cfg.WithDefaults()
+	switch {
+	case c == Refused:
+		return b.refuse(cfg, detail, now)
+	case b.State == Closed:
+		return b.recordClosed(cfg, c, now)
+	case b.State == HalfOpen:
+		return b.recordProbe(cfg, c, now)
+	}
+	return false
+}
+
+func (b *Breaker) recordClosed(cfg Config, c Class, now time.Time) bool {
+	switch c {
+	case OK:
+		b.Failures = 0
+	case Transient:
+		b.Failures++
+		if b.Failures >= cfg.Threshold {
+			b.open(cfg, now)
+			return true
+		}
+	}
+	return false
+}
+
+func (b *Breaker) recordProbe(cfg Config, c Class, now time.Time) bool {
+	switch c {
+	case OK:
+		b.ProbeSuccesses++
+		if b.ProbeSuccesses >= cfg.Probes {
+			b.close(cfg)
+			return true
+		}
+	case Transient:
+		b.escalate(cfg)
+		b.open(cfg, now)
+		return true
+	}
+	return false
+}
+
+// refuse holds the circuit open with a case. A case already open keeps its
+// first detail: the person resolving it needs the original message.
+func (b *Breaker) refuse(cfg Config, detail string, now time.Time) bool {
+	if b.Hold == Case {
+		return false
+	}
+	b.open(cfg, now)
+	b.Hold, b.HoldReason = Case, detail
+	return true
+}
+
+// pause force-opens the circuit for an operator. A case outranks a pause and
+// is kept; pausing a paused host only replaces the reason.
+func (b *Breaker) pause(cfg Config, reason string, now time.Time) bool {
+	switch b.Hold {
+	case Case:
+		return false
+	case Paused:
+		b.HoldReason = reason
+		return false
+	}
+	b.open(cfg, now)
+	b.Hold, b.HoldReason = Paused, reason
+	return true
+}
+
+// release lifts a hold straight to half-open. The down clock restarts: time
+// spent held says nothing about the host's health and may exceed any
+// give-up window.
+func (b *Breaker) release(now time.Time) {
+	b.State, b.Hold, b.HoldReason = HalfOpen, NoHold, ""
+	b.ProbeSuccesses = 0
+	b.DownSince = now
+	b.Generation++
+}
+
+// open starts a rest. Opening from closed starts the down clock and the
+// rest ladder afresh; reopening from half-open keeps the escalated rest.
+func (b *Breaker) open(cfg Config, now time.Time) {
+	if b.State == Closed {
+		b.DownSince = now
+		b.Rest, b.Level = cfg.Rest, 0
+	}
+	if b.Rest <= 0 {
+		b.Rest = cfg.Rest
+	}
+	b.State, b.OpenedAt = Open, now
+	b.Failures, b.ProbeSuccesses = 0, 0
+	b.Generation++
+}
+
+func (b *Breaker) close(cfg Config) {
+	b.State = Closed
+	b.Failures, b.ProbeSuccesses = 0, 0
+	b.OpenedAt, b.DownSince = time.Time{}, time.Time{}
+	b.Rest, b.Level = cfg.Rest, 0
+	b.Generation++
+}
+
+// escalate doubles the rest up to cfg.RestMax; Level counts the doublings
+// that actually lengthened it.
+func (b *Breaker) escalate(cfg Config) {
+	if b.Rest <= 0 {
+		b.Rest = cfg.Rest
+	}
+	next := cfg.RestMax
+	if b.Rest <= cfg.RestMax/2 {
+		next = 2 * b.Rest
+	}
+	if next > b.Rest {
+		b.Rest = next
+		b.Level++
+	}
+}

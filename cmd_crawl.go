@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"breakwater/crawl"
+	"breakwater/storage"
+)
+
+// crawlFlags binds the crawl command's flags to crawl.Options.
+type crawlFlags struct {
+	opts      crawl.Options
+	seedsFile string
+	include   []string
+	exclude   []string
+	maxBody   int64
+	log       logFlags
+}
+
+func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
+	o := &c.opts
+	fs.StringVar(&o.DB, "db", o.DB, "database file (created if missing; resumed if it exists)")
+	fs.StringVar(&c.seedsFile, "seeds", "", "file of seed URLs, one a line (# comments and blank lines allowed)")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "concurrent fetches in all")
+	fs.IntVar(&o.HostConcurrency, "host-concurrency", o.HostConcurrency, "in-flight requests per host")
+	fs.DurationVar(&o.Delay, "delay", o.Delay, "minimum gap between request starts to one host (robots.txt Crawl-delay wins when larger)")
+	fs.StringVar(&o.Scope, "scope", o.Scope, "links to follow: seeds (the seeds' hosts), domain (their registrable domains) or any")
+	fs.IntVar(&o.MaxDepth, "max-depth", o.MaxDepth, "link hops from a seed to follow (-1: unlimited, 0: seeds only)")
+	fs.IntVar(&o.MaxPages, "max-pages", o.MaxPages, "stop after attempting this many pages this run (0: unlimited)")
+	fs.StringArrayVar(&c.include, "include", nil, "follow only URLs matching this regexp (repeatable)")
+	fs.StringArrayVar(&c.exclude, "exclude", nil, "never follow URLs matching this regexp (repeatable)")
+	fs.StringVar(&o.UserAgent, "user-agent", o.UserAgent, "User-Agent header; the word before the first / is the robots.txt product token")
+	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "whole request timeout, body included")
+	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", o.ConnectTimeout, "TCP connect timeout")
+	fs.Int64Var(&o.MaxBody, "max-body", o.MaxBody, "bytes of body kept per response (after decompression); longer bodies are truncated")
+	fs.BoolVar(&o.AllowPrivate, "allow-private", o.AllowPrivate, "allow loopback, private and link-local addresses (local sites, tests)")
+	fs.DurationVar(&o.MaxDuration, "max-duration", o.MaxDuration, "stop cleanly after this long (0: no limit); exit code 3 if work is left")
+	fs.BoolVar(&o.RetryFailed, "retry-failed", o.RetryFailed, "put URLs recorded as failed back in the queue first")
+	c.log.addFlags(fs)
+}
+
+func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := &crawlFlags{opts: crawl.DefaultOptions()}
+	fs := newFlagSet("crawl", "crawl [flags] [SEED_URL...]", stdout)
+	c.addFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := c.finish(fs.Args()); err != nil {
+		return err
+	}
+	logger, err := c.log.logger(stderr)
+	if err != nil {
+		return err
+	}
+	c.opts.Logger = logger
+	return crawlInto(ctx, c.opts, stdout)
+}
+
+// finish turns the raw flag values into options and validates them.
+func (c *crawlFlags) finish(args []string) error {
+	var err error
+	if c.opts.Include, err = compileAll("--include", c.include); err != nil {
+		return err
+	}
+	if c.opts.Exclude, err = compileAll("--exclude", c.exclude); err != nil {
+		return err
+	}
+	c.opts.Seeds = append(c.opts.Seeds, args...)
+	if _, err := crawl.ReadSeeds(strings.NewReader(strings.Join(args, "\n")), "seed argument"); err != nil {
+		return usageError{err}
+	}
+	if c.seedsFile != "" {
+		f, err := os.Open(c.seedsFile)
+		if err != nil {
+			return usagef("--seeds: %v", err)
+		}
+		defer f.Close()
+		seeds, err := crawl.ReadSeeds(f, c.seedsFile)
+		if err != nil {
+			return usagef("--seeds: %v", err)
+		}
+		c.opts.Seeds = append(c.opts.Seeds, seeds...)
+	}
+	if err := c.opts.Validate(); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+func compileAll(flag string, exprs []string) ([]*regexp.Regexp, error) {
+	var out []*regexp.Regexp
+	for _, x := range exprs {
+		re, err := regexp.Compile(x)
+		if err != nil {
+			return nil, usagef("%s %q: %v", flag, x, err)
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
+// crawlInto runs one crawl over opts.DB and reports how it ended.
+func crawlInto(ctx context.Context, opts crawl.Options, stdout io.Writer) error {
+	fresh := !fileExists(opts.DB)
+	db, err := storage.Open(opts.DB, nil)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if fresh && len(opts.Seeds) == 0 {
+		db.Close()
+		os.Remove(opts.DB)
+		return usagef("no seed URLs: give them as arguments or with --seeds (or resume an existing --db)")
+	}
+	engine, err := crawl.New(opts, db)
+	if err != nil {
+		return err
+	}
+	sum, err := engine.Run(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "crawl %s after %s: %d fetched, %d failed, %d queued, %d deferred, %d held\n",
+		map[bool]string{true: "finished", false: "stopped"}[sum.Exhausted], sum.Duration.Round(1e6),
+		sum.Counts.Fetched, sum.Counts.Failed, sum.Counts.Queued, sum.Counts.Deferred, sum.HeldWork)
+	if !sum.Exhausted {
+		return errWorkLeft
+	}
+	return nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

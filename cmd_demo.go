@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"breakwater/crawl"
+	"breakwater/demosite"
+)
+
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("demo", "demo [flags]", stdout)
+	dbPath := fs.String("db", "", "database file to crawl into (default: a temporary file, removed afterwards)")
+	var lf logFlags
+	lf.addFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	logger, err := lf.logger(stderr)
+	if err != nil {
+		return err
+	}
+	site, err := demosite.Start(demosite.DemoSpecs(), demosite.DemoOptions(1))
+	if err != nil {
+		return fmt.Errorf("start demo site: %w", err)
+	}
+	defer site.Close()
+	if *dbPath == "" {
+		dir, err := os.MkdirTemp("", "breakwater-demo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		*dbPath = filepath.Join(dir, "demo.db")
+	}
+	fmt.Fprintf(stdout, "demo site: %d hosts on loopback (healthy, dead, recovering, refusing, flaky, throttling)\n", len(site.Roots()))
+	for _, h := range demosite.DemoSpecs() {
+		if host := site.Host(h.Name); host != nil {
+			fmt.Fprintf(stdout, "  %-11s %-10s %s\n", h.Name, h.Behavior, host.BaseURL())
+		}
+	}
+	opts := demoOptions(*dbPath, site)
+	opts.Logger = logger
+	err = crawlInto(ctx, opts, stdout)
+	if err != nil && err != errWorkLeft {
+		return err
+	}
+	db, oerr := openExisting(*dbPath)
+	if oerr != nil {
+		return oerr
+	}
+	defer db.Close()
+	st, serr := readStatus(db)
+	if serr != nil {
+		return serr
+	}
+	fmt.Fprintln(stdout)
+	printStatus(stdout, st)
+	return err
+}
+
+// demoOptions are crawl settings that show the whole product in about a
+// minute: short rests and give-up so the dead host is handled quickly.
+func demoOptions(dbPath string, site *demosite.Site) crawl.Options {
+	o := crawl.DefaultOptions()
+	o.DB = dbPath
+	for _, spec := range demosite.DemoSpecs() {
+		if spec.Behavior != demosite.Dead {
+			o.Seeds = append(o.Seeds, site.Host(spec.Name).BaseURL()+"/")
+		}
+	}
+	o.Scope = crawl.ScopeDomain
+	o.AllowPrivate = true
+	o.Workers = 16
+	o.Delay = 100 * time.Millisecond
+	o.Timeout = 2 * time.Second
+	o.ConnectTimeout = time.Second
+	o.Breaker.Rest = 10 * time.Second
+	o.GiveUpAfter = 30 * time.Second
+	o.RetryBase = 500 * time.Millisecond
+	o.RetryMax = 5 * time.Second
+	return o
+}

@@ -1,0 +1,118 @@
+package crawl
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"breakwater/breaker"
+	"breakwater/storage"
+)
+
+// Case is a refusal that names the crawler, kept for a human: the host is
+// held open until someone resolves it.
+type Case struct {
+	Host     string    `json:"host"`
+	At       time.Time `json:"at"`
+	URL      string    `json:"url"`
+	Status   int       `json:"status"`
+	Excerpt  string    `json:"excerpt"`
+	Resolved time.Time `json:"resolved,omitzero"`
+}
+
+// TransitionRecord is a breaker transition as logged in the file.
+type TransitionRecord struct {
+	At     time.Time `json:"at"`
+	Host   string    `json:"host"`
+	From   string    `json:"from"`
+	To     string    `json:"to"`
+	Hold   string    `json:"hold,omitempty"`
+	Class  string    `json:"class,omitempty"`
+	Detail string    `json:"detail,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// NewTransitionRecord converts a breaker transition for the log.
+func NewTransitionRecord(t breaker.Transition) TransitionRecord {
+	return TransitionRecord{At: t.At.UTC(), Host: t.Host, From: t.From.String(), To: t.To.String(),
+		Hold: t.Hold.String(), Class: string(t.Class), Detail: t.Detail, Reason: t.Reason}
+}
+
+// onTransition logs every breaker transition and appends it to the file.
+func (e *Engine) onTransition(t breaker.Transition) {
+	rec := NewTransitionRecord(t)
+	e.log.Info("breaker", "host", rec.Host, "from", rec.From, "to", rec.To, "hold", rec.Hold,
+		"class", rec.Class, "detail", rec.Detail, "reason", rec.Reason)
+	data, _ := json.Marshal(&rec)
+	if t.To == breaker.Closed {
+		e.givenUp.Delete(t.Host)
+	}
+	if e.front == nil {
+		return
+	}
+	e.submit(func(b *storage.Batch) { b.AppendTransition(data) })
+}
+
+func (e *Engine) raiseCase(c Case) {
+	e.log.Warn("refused by name: host held for a human", "host", c.Host, "url", c.URL,
+		"status", c.Status, "excerpt", c.Excerpt)
+	data, _ := json.Marshal(&c)
+	e.submit(func(b *storage.Batch) { b.AppendCase(data) })
+	e.front.Hold(c.Host)
+}
+
+// loadBreakers restores persisted breaker state so an open host stays open
+// for the rest of its rest period after a restart.
+func (e *Engine) loadBreakers() error {
+	return e.db.ForEachBreaker(func(host string, data []byte) error {
+		var b breaker.Breaker
+		if err := json.Unmarshal(data, &b); err != nil {
+			return fmt.Errorf("decode breaker of %s: %w", host, err)
+		}
+		e.breakers.Load(host, b)
+		return nil
+	})
+}
+
+// persistBreakers writes through the breakers that changed since last time.
+func (e *Engine) persistBreakers() {
+	e.persistMu.Lock()
+	defer e.persistMu.Unlock()
+	changed, removed := e.breakers.TakeDirty()
+	if len(changed) == 0 && len(removed) == 0 {
+		return
+	}
+	e.submit(func(b *storage.Batch) {
+		for host, br := range changed {
+			data, _ := json.Marshal(&br)
+			b.PutBreaker(host, data)
+		}
+		for _, host := range removed {
+			b.DeleteBreaker(host)
+		}
+	})
+}
+
+// giveUpHosts records the queued URLs of hosts that have been down for
+// GiveUpAfter as failed ("host-down"), so a crawl can end. Held hosts are
+// never given up on: their URLs wait for a human.
+func (e *Engine) giveUpHosts(now time.Time) {
+	for host := range e.breakers.Snapshot() {
+		if !e.breakers.GiveUp(host, e.opts.GiveUpAfter, now) {
+			continue
+		}
+		// Repeat now and then: URLs discovered after a give-up must not
+		// keep the crawl alive either.
+		if last, ok := e.givenUp.Load(host); ok && now.Sub(last.(time.Time)) < 10*time.Second {
+			continue
+		}
+		e.givenUp.Store(host, now)
+		e.log.Warn("giving up on host", "host", host, "after", e.opts.GiveUpAfter.String())
+		err := e.front.FailHost(host, storage.Result{ErrorClass: "host-down",
+			Error:     fmt.Sprintf("host unreachable for %s without a successful probe", e.opts.GiveUpAfter),
+			FetchedAt: now.UTC()})
+		if err != nil {
+			e.log.Error("give up on host", "host", host, "err", err)
+		}
+	}
+}

@@ -1,0 +1,177 @@
+package crawl
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"slices"
+	"strings"
+	"syscall"
+
+	"breakwater/breaker"
+)
+
+// maxExcerpt is the longest Verdict.Excerpt, in bytes.
+const maxExcerpt = 200
+
+// Verdict is the classified outcome of one fetch. The retry layer and the
+// breaker both read it, so a response is classified exactly once.
+type Verdict struct {
+	Class   breaker.Class
+	Status  int    // the HTTP status, 0 when none arrived
+	Detail  string // "status 503", or the error kind and text
+	Excerpt string // for Refused: the text naming us, at most 200 bytes
+}
+
+// Classify maps a fetch to its outcome class. productToken is the crawler's
+// name as a host would write it ("breakwater"); a 401 or 403 whose headers or
+// body contain it, case-insensitively, is Refused: the host has blocked us by
+// name. An empty productToken never matches. A dial refused by our own
+// address policy is Permanent, not a host fault; see IsBlocked.
+func Classify(r *Response, productToken string) Verdict {
+	if r == nil {
+		return Verdict{Class: breaker.Transient, Detail: "no response"}
+	}
+	if r.Err != nil {
+		v := classifyError(r.Err)
+		v.Status = r.Status
+		return v
+	}
+	return classifyStatus(r, productToken)
+}
+
+// IsBlocked reports whether err comes from a dial refused by the address
+// policy (ErrBlockedAddress).
+func IsBlocked(err error) bool { return errors.Is(err, ErrBlockedAddress) }
+
+func classifyStatus(r *Response, productToken string) Verdict {
+	v := Verdict{Status: r.Status, Detail: fmt.Sprintf("status %d", r.Status)}
+	switch s := r.Status; {
+	case s >= 200 && s < 400:
+		v.Class = breaker.OK
+	case s == 429:
+		v.Class = breaker.Throttled
+	case s == 401 || s == 403:
+		v.Class = breaker.Permanent
+		if ex, ok := namesUs(r, productToken); ok {
+			v.Class, v.Excerpt = breaker.Refused, ex
+			v.Detail += fmt.Sprintf(", names %q", productToken)
+		}
+	case s >= 400 && s < 500:
+		v.Class = breaker.Permanent
+	case s == 0:
+		v.Class, v.Detail = breaker.Transient, "no response"
+	default: // 5xx, and statuses no server should send (1xx final, 6xx+)
+		v.Class = breaker.Transient
+	}
+	return v
+}
+
+// classifyError sorts exchange failures. All are Transient (the host or the
+// path to it is failing) except our own address policy and certificate
+// failures, which no retry can fix.
+func classifyError(err error) Verdict {
+	var blocked *BlockedAddressError
+	if errors.As(err, &blocked) {
+		return Verdict{Class: breaker.Permanent,
+			Detail: fmt.Sprintf("blocked: %s (%s)", blocked.Reason, blocked.Addr)}
+	}
+	if isCertificateError(err) {
+		return Verdict{Class: breaker.Permanent, Detail: "tls certificate: " + err.Error()}
+	}
+	return Verdict{Class: breaker.Transient, Detail: transientKind(err) + ": " + err.Error()}
+}
+
+// transientKind names the failure for logs and the Detail field.
+func transientKind(err error) string {
+	var dnsErr *net.DNSError
+	var netErr net.Error
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.As(err, &dnsErr):
+		return "dns"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return "timeout"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "connection reset"
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "unexpected eof"
+	}
+	return "error"
+}
+
+func isCertificateError(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	return errors.As(err, &verify) || errors.As(err, &unknown) ||
+		errors.As(err, &hostname) || errors.As(err, &invalid)
+}
+
+// namesUs looks for productToken in the body, then in every header value,
+// and returns the text around the first match.
+func namesUs(r *Response, productToken string) (string, bool) {
+	if productToken == "" {
+		return "", false
+	}
+	if i := indexFoldASCII(r.Body, productToken); i >= 0 {
+		return excerpt(string(r.Body), i, len(productToken)), true
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.Header)) {
+		for _, val := range r.Header[name] {
+			line := name + ": " + val
+			if i := indexFoldASCII([]byte(line), productToken); i >= 0 {
+				return excerpt(line, i, len(productToken)), true
+			}
+		}
+	}
+	return "", false
+}
+
+// indexFoldASCII is a case-insensitive index that folds ASCII letters only,
+// so byte offsets in the folded copy are offsets in the original.
+func indexFoldASCII(s []byte, sub string) int {
+	return bytes.Index(lowerASCIIBytes(s), lowerASCIIBytes([]byte(sub)))
+}
+
+func lowerASCIIBytes(s []byte) []byte {
+	out := make([]byte, len(s))
+	for i, c := range s {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// excerpt returns up to maxExcerpt bytes of s centred on the match at
+// [i, i+n), as valid UTF-8 with runs of whitespace collapsed.
+func excerpt(s string, i, n int) string {
+	start := max(0, i-(maxExcerpt-n)/2)
+	end := min(len(s), start+maxExcerpt)
+	// Step inside rune boundaries so no character is cut in half.
+	for start < end && start > 0 && !isRuneStart(s[start]) {
+		start++
+	}
+	for end > start && end < len(s) && !isRuneStart(s[end]) {
+		end--
+	}
+	text := strings.Join(strings.Fields(strings.ToValidUTF8(s[start:end], "")), " ")
+	if len(text) > maxExcerpt { // a token longer than the window
+		text = strings.ToValidUTF8(text[:maxExcerpt], "")
+	}
+	return text
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

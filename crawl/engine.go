@@ -1,0 +1,255 @@
+package crawl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"breakwater/breaker"
+	"breakwater/frontier"
+	"breakwater/storage"
+)
+
+// Engine runs one crawl over one database file.
+type Engine struct {
+	opts     Options
+	db       *storage.DB
+	front    *frontier.Frontier
+	fetcher  *Fetcher
+	breakers *breaker.Registry
+	budget   *RetryBudget
+	hosts    *hostTable
+	scope    *scope
+	token    string // product token: robots.txt group and refusal matching
+	log      *slog.Logger
+
+	fetchCtx  context.Context // cancelled StopGrace after a stop: in-flight requests end
+	started   atomic.Int64    // pages attempted this run, for --max-pages
+	givenUp   sync.Map        // host -> time.Time of its last FailHost
+	fetched   atomic.Int64
+	persistMu sync.Mutex
+}
+
+// Summary is how a run ended.
+type Summary struct {
+	Exhausted bool // no work left at all: exit 0
+	Counts    storage.Counts
+	HeldWork  int // URLs of paused hosts or hosts with an open case
+	Duration  time.Duration
+}
+
+// settings are stored in the file so a resumed crawl keeps its seeds' scope.
+type settings struct {
+	Seeds []string `json:"seeds"`
+	Scope string   `json:"scope"`
+}
+
+// New prepares a crawl over db. It validates opts and loads what the file
+// knows (seeds, breaker state).
+func New(opts Options, db *storage.DB) (*Engine, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Rand == nil {
+		opts.Rand = rand.Float64
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	e := &Engine{opts: opts, db: db, token: productToken(opts.UserAgent), log: opts.Logger,
+		hosts: newHostTable(opts.Delay)}
+	e.budget = NewRetryBudget(opts.RetryBudget, time.Minute, 3)
+	cfg := opts.Breaker
+	cfg.Disabled = !opts.BreakerEnabled
+	if cfg.ProbeTimeout == 0 {
+		cfg.ProbeTimeout = opts.Timeout + 15*time.Second
+	}
+	e.breakers = breaker.NewRegistry(cfg, e.onTransition)
+	if err := e.loadBreakers(); err != nil {
+		return nil, err
+	}
+	e.fetcher = NewFetcher(FetchOptions{UserAgent: opts.UserAgent, Timeout: opts.Timeout,
+		ConnectTimeout: opts.ConnectTimeout, MaxBody: opts.MaxBody, AllowPrivate: opts.AllowPrivate,
+		MaxConnsPerHost: opts.HostConcurrency})
+	return e, nil
+}
+
+// Run crawls until the frontier is exhausted, ctx is cancelled, or
+// MaxDuration or MaxPages is reached.
+func (e *Engine) Run(ctx context.Context) (Summary, error) {
+	start := e.opts.Now()
+	seeds, err := e.prepareSeeds()
+	if err != nil {
+		return Summary{}, err
+	}
+	front, err := frontier.Open(e.db, frontier.Options{HostConcurrency: e.opts.HostConcurrency,
+		Now: e.opts.Now, Logger: e.log})
+	if err != nil {
+		return Summary{}, err
+	}
+	e.front = front
+	if err := front.Add(seeds...); err != nil {
+		front.Close()
+		return Summary{}, fmt.Errorf("enqueue seeds: %w", err)
+	}
+
+	stopCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	if e.opts.MaxDuration > 0 {
+		stopCtx, stop = context.WithTimeout(stopCtx, e.opts.MaxDuration)
+		defer stop()
+	}
+	fetchCtx, cancelFetches := context.WithCancel(context.Background())
+	defer cancelFetches()
+	e.fetchCtx = fetchCtx
+	go func() {
+		<-stopCtx.Done()
+		time.AfterFunc(e.opts.StopGrace, cancelFetches)
+	}()
+
+	exhausted := e.runWorkers(stopCtx)
+	stop()
+	e.persistBreakers()
+	closeErr := front.Close()
+	e.fetcher.Close()
+	counts, cerr := e.db.Counts()
+	sum := Summary{Exhausted: exhausted, Counts: counts, HeldWork: front.HeldWork(),
+		Duration: e.opts.Now().Sub(start)}
+	if sum.HeldWork > 0 {
+		sum.Exhausted = false
+	}
+	return sum, errors.Join(closeErr, cerr)
+}
+
+// runWorkers runs the worker pool and the housekeeping loop; it reports
+// whether the frontier ran dry (as opposed to being stopped).
+func (e *Engine) runWorkers(ctx context.Context) bool {
+	var exhausted atomic.Bool
+	var wg sync.WaitGroup
+	workCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for range e.opts.Workers {
+		wg.Go(func() {
+			if e.work(workCtx) {
+				exhausted.Store(true)
+				cancel()
+			}
+		})
+	}
+	housekeeping := make(chan struct{})
+	go func() {
+		defer close(housekeeping)
+		e.housekeep(workCtx)
+	}()
+	wg.Wait()
+	cancel()
+	<-housekeeping
+	return exhausted.Load()
+}
+
+// work takes leases until there are none; it returns true when the frontier
+// is exhausted.
+func (e *Engine) work(ctx context.Context) bool {
+	for ctx.Err() == nil {
+		if e.opts.MaxPages > 0 && e.started.Load() >= int64(e.opts.MaxPages) {
+			return false
+		}
+		lease, err := e.front.Next(ctx)
+		switch {
+		case errors.Is(err, frontier.ErrExhausted):
+			return true
+		case err != nil:
+			if ctx.Err() == nil {
+				e.log.Error("frontier failed", "err", err)
+			}
+			return false
+		}
+		e.process(lease)
+	}
+	return false
+}
+
+func (e *Engine) housekeep(ctx context.Context) {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	report := time.NewTicker(10 * time.Second)
+	defer report.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			now := e.opts.Now()
+			e.persistBreakers()
+			e.giveUpHosts(now)
+			e.hosts.prune(now, time.Minute)
+			e.budget.Prune(now)
+		case <-report.C:
+			e.logProgress()
+		}
+	}
+}
+
+func (e *Engine) logProgress() {
+	c, err := e.db.Counts()
+	if err != nil {
+		return
+	}
+	e.log.Info("progress", "fetched", c.Fetched, "failed", c.Failed, "queued", c.Queued,
+		"deferred", c.Deferred, "in_flight", e.front.InFlight())
+}
+
+func (e *Engine) prepareSeeds() ([]storage.Item, error) {
+	var st settings
+	if data, err := e.db.Settings(); err == nil {
+		if err := json.Unmarshal(data, &st); err != nil {
+			return nil, fmt.Errorf("read stored crawl settings: %w", err)
+		}
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return nil, err
+	}
+	known := map[string]bool{}
+	for _, s := range st.Seeds {
+		known[s] = true
+	}
+	var items []storage.Item
+	for _, raw := range e.opts.Seeds {
+		it, err := frontier.NewItem(raw, 0, 0)
+		if err != nil {
+			return nil, fmt.Errorf("seed %q: %w", raw, err)
+		}
+		items = append(items, it)
+		if !known[raw] {
+			st.Seeds, known[raw] = append(st.Seeds, raw), true
+		}
+	}
+	st.Scope = e.opts.Scope
+	var hosts []string
+	for _, raw := range st.Seeds {
+		if h, err := frontier.HostKey(raw); err == nil {
+			hosts = append(hosts, h)
+		}
+	}
+	e.scope = newScope(&e.opts, hosts)
+	data, _ := json.Marshal(&st)
+	if err := e.db.PutSettings(data); err != nil {
+		return nil, fmt.Errorf("store crawl settings: %w", err)
+	}
+	if e.opts.RetryFailed {
+		n, err := e.db.RequeueFailed()
+		if err != nil {
+			return nil, err
+		}
+		e.log.Info("requeued failed URLs", "count", n)
+	}
+	return items, nil
+}

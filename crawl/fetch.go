@@ -1,0 +1,181 @@
+package crawl
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"breakwater/frontier"
+)
+
+// Defaults applied by NewFetcher to zero FetchOptions fields.
+const (
+	DefaultFetchUserAgent            = "Breakwater"
+	DefaultFetchTimeout              = 30 * time.Second
+	DefaultFetchConnectTimeout       = 10 * time.Second
+	DefaultFetchMaxBody        int64 = 10 << 20
+)
+
+// maxResponseHeaderBytes caps a response's header block: a server sending
+// endless headers must not grow our memory.
+const maxResponseHeaderBytes = 1 << 20
+
+// FetchOptions configures a Fetcher. The zero value is usable.
+type FetchOptions struct {
+	// UserAgent is sent on every request; "" means DefaultFetchUserAgent.
+	UserAgent string
+	// Timeout bounds the whole request, body included; 0 means DefaultFetchTimeout.
+	Timeout time.Duration
+	// ConnectTimeout bounds the TCP connect and, separately, the TLS
+	// handshake; 0 means DefaultFetchConnectTimeout.
+	ConnectTimeout time.Duration
+	// MaxBody is the number of body bytes kept, after decompression;
+	// 0 or less means DefaultFetchMaxBody.
+	MaxBody int64
+	// AllowPrivate permits loopback, private and link-local addresses
+	// (tests, intranet crawls). Off, such dials fail with ErrBlockedAddress.
+	AllowPrivate bool
+	// MaxConnsPerHost caps connections per host:port; 0 means no cap (the
+	// politeness layer already bounds concurrency per host).
+	MaxConnsPerHost int
+}
+
+func (o FetchOptions) withDefaults() FetchOptions {
+	if o.UserAgent == "" {
+		o.UserAgent = DefaultFetchUserAgent
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultFetchTimeout
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultFetchConnectTimeout
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = DefaultFetchMaxBody
+	}
+	return o
+}
+
+// Response is the outcome of one Fetch. An HTTP error status is data, not an
+// error: Err is set only when the exchange itself failed (dial, TLS, timeout,
+// a broken body), and then Status may still be set if headers had arrived.
+type Response struct {
+	URL         string // the URL requested, as given
+	Status      int    // 0 when no response arrived
+	Header      http.Header
+	ContentType string
+	Body        []byte // at most MaxBody bytes, decompressed
+	Truncated   bool   // the body was longer than MaxBody
+	Location    string // Location header resolved to an absolute http(s) URL; "" if none or invalid
+	Started     time.Time
+	Duration    time.Duration
+	Err         error
+}
+
+// Fetcher issues single GET requests without following redirects: the caller
+// enqueues a 3xx's Location like any other link, so every hop passes through
+// scope, robots and politeness. A Fetcher is safe for concurrent use.
+type Fetcher struct {
+	// Now is the clock for Started and Duration; nil means time.Now.
+	Now func() time.Time
+
+	opts      FetchOptions
+	transport *http.Transport
+	client    *http.Client
+}
+
+// NewFetcher returns a Fetcher with its own connection pool.
+func NewFetcher(o FetchOptions) *Fetcher {
+	o = o.withDefaults()
+	tr := &http.Transport{
+		Proxy:                  nil, // a proxy would make the dial-time address check meaningless
+		DialContext:            NewSafeDialer(o.ConnectTimeout, o.AllowPrivate).DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           256,
+		MaxIdleConnsPerHost:    idleConnsPerHost(o.MaxConnsPerHost),
+		MaxConnsPerHost:        o.MaxConnsPerHost,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    o.ConnectTimeout,
+		ResponseHeaderTimeout:  o.Timeout,
+		MaxResponseHeaderBytes: maxResponseHeaderBytes,
+		// Accept-Encoding is left to the transport: it then decodes gzip
+		// itself, and the body cap applies to the decoded bytes.
+	}
+	return &Fetcher{
+		Now:       time.Now,
+		opts:      o,
+		transport: tr,
+		client: &http.Client{
+			Transport:     tr,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+}
+
+// idleConnsPerHost keeps as many idle connections as a host may have busy
+// ones, so a polite worker pool reuses instead of redialling.
+func idleConnsPerHost(maxConns int) int {
+	if maxConns > 0 {
+		return maxConns
+	}
+	return 4
+}
+
+// Fetch GETs rawURL. It never returns nil and never panics on hostile input:
+// the body is capped at MaxBody and the whole exchange at Timeout.
+func (f *Fetcher) Fetch(ctx context.Context, rawURL string) *Response {
+	r := &Response{URL: rawURL, Started: f.now()}
+	defer func() { r.Duration = f.now().Sub(r.Started) }()
+
+	ctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		r.Err = fmt.Errorf("new request: %w", err)
+		return r
+	}
+	req.Header.Set("User-Agent", f.opts.UserAgent)
+	resp, err := f.client.Do(req)
+	if err != nil {
+		r.Err = err // a *url.Error already names the method and URL
+		return r
+	}
+	defer resp.Body.Close() // unread rest: the transport drops the connection
+	r.Status, r.Header = resp.StatusCode, resp.Header
+	r.ContentType = resp.Header.Get("Content-Type")
+	if loc := resp.Header.Get("Location"); loc != "" {
+		r.Location, _ = frontier.Resolve(rawURL, loc) // invalid stays ""
+	}
+	r.Body, r.Truncated, err = readCapped(resp.Body, f.opts.MaxBody)
+	if err != nil {
+		r.Err = fmt.Errorf("read body of %s: %w", rawURL, err)
+	}
+	return r
+}
+
+// Close releases idle connections. In-flight fetches are not interrupted.
+func (f *Fetcher) Close() {
+	f.transport.CloseIdleConnections()
+}
+
+func (f *Fetcher) now() time.Time {
+	if f.Now == nil {
+		return time.Now()
+	}
+	return f.Now()
+}
+
+// readCapped reads at most limit bytes. It asks for one byte more to learn
+// whether the body was longer, without reading the rest.
+func readCapped(r io.Reader, limit int64) (body []byte, truncated bool, err error) {
+	var buf bytes.Buffer
+	_, err = buf.ReadFrom(io.LimitReader(r, limit+1))
+	body = buf.Bytes()
+	if int64(len(body)) > limit {
+		return body[:limit], true, err
+	}
+	return body, false, err
+}

@@ -1,0 +1,94 @@
+package crawl
+
+import (
+	"sync"
+	"time"
+
+	"breakwater/robots"
+)
+
+// hostState is what the engine knows of one host beyond its breaker: its
+// pace (politeness and AIMD), its robots.txt rules and any Retry-After wait.
+// Its mutex guards every field.
+type hostState struct {
+	mu             sync.Mutex
+	pace           *Pace
+	rules          *robots.Rules
+	robotsChecked  bool // the file's cached copy was looked at
+	robotsFetching bool
+	notBefore      time.Time // Retry-After: no request to the host before this
+	throttles      int       // 429 responses seen
+	lastUsed       time.Time
+	floor          time.Duration // politeness gap: max of --delay and Crawl-delay
+}
+
+// wait is how long until the host may start a request.
+func (h *hostState) wait(now time.Time) time.Duration {
+	w := h.pace.Wait(now)
+	if d := h.notBefore.Sub(now); d > w {
+		w = d
+	}
+	return w
+}
+
+// hostTable holds hostStates for hosts in use; idle ones are pruned so
+// memory follows the hosts being crawled now, not every host ever seen.
+type hostTable struct {
+	mu    sync.Mutex
+	m     map[string]*hostState
+	delay time.Duration
+}
+
+func newHostTable(delay time.Duration) *hostTable {
+	return &hostTable{m: make(map[string]*hostState), delay: delay}
+}
+
+func (t *hostTable) get(host string, now time.Time) *hostState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := t.m[host]
+	if h == nil {
+		h = &hostState{pace: NewPace(t.delay, now), floor: t.delay}
+		t.m[host] = h
+	}
+	h.lastUsed = now
+	return h
+}
+
+// prune forgets hosts idle for longer than idle whose waits have passed and
+// whose pace is back at its floor: forgetting them loses nothing.
+func (t *hostTable) prune(now time.Time, idle time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name, h := range t.m {
+		if !h.mu.TryLock() {
+			continue
+		}
+		forget := now.Sub(h.lastUsed) > idle && !h.notBefore.After(now) && !h.robotsFetching &&
+			h.pace.Wait(now) == 0 && h.pace.Interval() <= h.floor
+		h.mu.Unlock()
+		if forget {
+			delete(t.m, name)
+		}
+	}
+}
+
+// snapshot returns a copy of the display fields of every tracked host.
+func (t *hostTable) snapshot(now time.Time) map[string]HostPace {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]HostPace, len(t.m))
+	for name, h := range t.m {
+		h.mu.Lock()
+		out[name] = HostPace{Interval: h.pace.Interval(), Throttles: h.throttles, WaitUntil: h.notBefore}
+		h.mu.Unlock()
+	}
+	return out
+}
+
+// HostPace is the pace part of a host's display.
+type HostPace struct {
+	Interval  time.Duration // current minimum gap between request starts
+	Throttles int           // 429s seen this run
+	WaitUntil time.Time     // Retry-After wait, zero when none
+}

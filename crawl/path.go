@@ -1,0 +1,219 @@
+package crawl
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"breakwater/breaker"
+	"breakwater/frontier"
+	"breakwater/robots"
+	"breakwater/storage"
+)
+
+// process takes one leased URL down the request path. The stages run in
+// this order, each in its own function, and any of them may end the lease:
+//
+//	authorise -> admit (breaker) -> takeToken (pace, retry budget) -> request -> classify -> record
+//
+// The breaker comes before the rate token so that an open host never spends
+// a token and costs one map lookup, not a connect timeout.
+func (e *Engine) process(l *frontier.Lease) {
+	now := e.opts.Now()
+	hs := e.hosts.get(l.Item.Host, now)
+	need, ok := e.authorise(l, hs, now)
+	if !ok {
+		return
+	}
+	ticket, ok := e.admit(l, now)
+	if !ok {
+		return
+	}
+	if !e.takeToken(l, hs, ticket, now) {
+		return
+	}
+	if need == needRobots {
+		e.fetchRobots(l, hs, ticket)
+		return
+	}
+	if l.Item.Attempts == 0 {
+		e.started.Add(1)
+	}
+	resp := e.fetcher.Fetch(e.fetchCtx, l.Item.URL)
+	verdict := Classify(resp, e.token)
+	e.record(l, hs, ticket, resp, verdict)
+}
+
+type need int
+
+const (
+	needPage need = iota
+	needRobots
+)
+
+// authorise checks robots.txt (scope was checked when the URL was queued).
+// When the host's rules are unknown or expired, the lease is used to fetch
+// robots.txt instead, through the same breaker and politeness.
+func (e *Engine) authorise(l *frontier.Lease, hs *hostState, now time.Time) (need, bool) {
+	rules, fetch := e.robotsFor(l.Item.Host, hs, now)
+	if fetch {
+		return needRobots, true
+	}
+	if rules == nil {
+		// Another worker is fetching this host's robots.txt right now.
+		e.front.Park(l.Item.Host, now.Add(50*time.Millisecond))
+		e.front.Release(l)
+		return 0, false
+	}
+	if !rules.Allowed(requestPath(l.Item.URL), e.token) {
+		e.finish(l, &storage.Result{ErrorClass: "robots", Error: "disallowed by robots.txt"}, nil)
+		return 0, false
+	}
+	return needPage, true
+}
+
+// admit asks the host's breaker. A refused URL is not an attempt: the host
+// is parked until its rest ends (or held until a human releases it) and the
+// worker moves on to another host.
+func (e *Engine) admit(l *frontier.Lease, now time.Time) (breaker.Ticket, bool) {
+	d := e.breakers.Admit(l.Item.Host, now)
+	if d.Allowed {
+		return d.Ticket, true
+	}
+	if d.Hold != breaker.NoHold || d.RetryAt.IsZero() {
+		e.front.Hold(l.Item.Host)
+	} else {
+		e.front.Park(l.Item.Host, d.RetryAt.Add(e.jitter(d.RetryAt.Sub(now))))
+	}
+	e.front.Release(l)
+	return breaker.Ticket{}, false
+}
+
+// jitter spreads the wake-ups of many hosts whose rests end together.
+func (e *Engine) jitter(rest time.Duration) time.Duration {
+	return time.Duration(e.opts.Rand() * float64(min(rest/10, 5*time.Second)))
+}
+
+// takeToken spends the host's rate token (and, for a retry, its retry
+// budget). A host that is not ready gives its lease back untouched.
+func (e *Engine) takeToken(l *frontier.Lease, hs *hostState, t breaker.Ticket, now time.Time) bool {
+	hs.mu.Lock()
+	if wait := hs.wait(now); wait > 0 {
+		hs.mu.Unlock()
+		e.notAttempted(t, now)
+		e.front.Park(l.Item.Host, now.Add(wait))
+		e.front.Release(l)
+		return false
+	}
+	if l.Item.Attempts > 0 {
+		if ok, at := e.budget.TryRetry(l.Item.Host, now); !ok {
+			hs.mu.Unlock()
+			e.notAttempted(t, now)
+			e.deferLease(l, l.Item, at)
+			return false
+		}
+	} else {
+		e.budget.RecordFirstAttempt(l.Item.Host, now)
+	}
+	hs.pace.Take(now)
+	next := now.Add(hs.pace.Wait(now))
+	hs.mu.Unlock()
+	e.front.Started(l, next)
+	return true
+}
+
+// notAttempted gives back a breaker ticket whose request was never made: a
+// neutral outcome releases a probe gate and changes no counter.
+func (e *Engine) notAttempted(t breaker.Ticket, now time.Time) {
+	e.breakers.Report(t, breaker.Permanent, "not attempted", now)
+}
+
+// robotsFor returns the host's usable rules, or fetch=true when this worker
+// must fetch them (it then holds the host's robots fetch), or neither when
+// another worker is already fetching.
+func (e *Engine) robotsFor(host string, hs *hostState, now time.Time) (*robots.Rules, bool) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.rules == nil && !hs.robotsChecked {
+		hs.robotsChecked = true
+		if data, err := e.db.Robots(host); err == nil {
+			if r, err := robots.Unmarshal(data); err == nil {
+				e.setRulesLocked(hs, r, now)
+			}
+		}
+	}
+	if hs.rules != nil && !hs.rules.Expired(now, robots.DefaultTTL) {
+		return hs.rules, false
+	}
+	if hs.robotsFetching {
+		return nil, false
+	}
+	hs.robotsFetching = true
+	return nil, true
+}
+
+func (e *Engine) setRulesLocked(hs *hostState, r *robots.Rules, now time.Time) {
+	hs.rules = r
+	hs.floor = max(e.opts.Delay, r.CrawlDelay(e.token))
+	hs.pace.SetFloor(hs.floor, now)
+}
+
+// fetchRobots is the request stage for robots.txt. Its outcome feeds the
+// breaker like any request (a host whose robots.txt times out is a dead
+// host). The lease's URL goes back to the queue untouched on success; when
+// robots.txt is unavailable the URL counts a transient failure and is retried.
+func (e *Engine) fetchRobots(l *frontier.Lease, hs *hostState, t breaker.Ticket) {
+	var last *Response
+	get := func(ctx context.Context, url string) (int, string, []byte, error) {
+		last = e.fetcher.Fetch(ctx, url)
+		return last.Status, last.Header.Get("Location"), last.Body, last.Err
+	}
+	scheme := "http"
+	if len(l.Item.URL) >= 8 && l.Item.URL[:8] == "https://" {
+		scheme = "https"
+	}
+	rules, err := robots.Fetch(e.fetchCtx, get, scheme, l.Item.Host, e.opts.Now())
+	now := e.opts.Now()
+	hs.mu.Lock()
+	hs.robotsFetching = false
+	hs.mu.Unlock()
+	if e.fetchCtx.Err() != nil {
+		e.notAttempted(t, now)
+		e.front.Release(l)
+		return
+	}
+	verdict := Verdict{Class: breaker.OK, Status: 200}
+	if last != nil {
+		verdict = Classify(last, e.token)
+	}
+	if err == nil {
+		verdict.Class = breaker.OK // any answer that yields rules is a healthy host
+	}
+	e.reportOutcome(t, l, verdict, now)
+	switch {
+	case err == nil:
+		e.storeRobots(l.Item.Host, hs, rules, now)
+		e.front.Release(l)
+	case verdict.Class == breaker.Throttled:
+		e.throttled(l, hs, last, now)
+	case errors.Is(err, robots.ErrUnavailable):
+		verdict.Class = breaker.Transient
+		verdict.Detail = err.Error()
+		e.retryOrFail(l, verdict, last, now)
+	default:
+		verdict.Detail = err.Error()
+		e.retryOrFail(l, verdict, last, now)
+	}
+}
+
+func (e *Engine) storeRobots(host string, hs *hostState, r *robots.Rules, now time.Time) {
+	hs.mu.Lock()
+	e.setRulesLocked(hs, r, now)
+	hs.mu.Unlock()
+	data, err := r.MarshalBinary()
+	if err != nil {
+		e.log.Warn("encode robots.txt", "host", host, "err", err)
+		return
+	}
+	e.submit(func(b *storage.Batch) { b.PutRobots(host, data) })
+}

@@ -1,0 +1,207 @@
+package crawl
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"breakwater/breaker"
+	"breakwater/frontier"
+	"breakwater/storage"
+)
+
+// maxRedirects is the longest redirect chain followed from one URL.
+const maxRedirects = 10
+
+// record is the last stage: it feeds the breaker, then ends the lease with a
+// result, a retry, or a return to the queue.
+func (e *Engine) record(l *frontier.Lease, hs *hostState, t breaker.Ticket, resp *Response, v Verdict) {
+	now := e.opts.Now()
+	if resp.Err != nil && e.fetchCtx.Err() != nil {
+		// Cancelled by our own stop, not by the host: fetch it next run.
+		e.notAttempted(t, now)
+		e.front.Release(l)
+		return
+	}
+	e.reportOutcome(t, l, v, now)
+	switch v.Class {
+	case breaker.OK:
+		e.succeeded(l, hs, resp, now)
+	case breaker.Throttled:
+		e.throttled(l, hs, resp, now)
+	case breaker.Transient:
+		if resp.Status == 503 && resp.Header.Get("Retry-After") != "" {
+			e.waitRetryAfter(l.Item.Host, hs, resp, now)
+		}
+		e.retryOrFail(l, v, resp, now)
+	default:
+		r := e.result(l.Item, resp, l.Item.Attempts+1)
+		r.ErrorClass, r.Error = string(v.Class), v.Detail
+		if IsBlocked(resp.Err) {
+			r.ErrorClass = "blocked"
+		}
+		e.finish(l, r, nil)
+	}
+}
+
+// reportOutcome feeds the breaker the class, never the raw status, and
+// raises a case when the host refused us by name.
+func (e *Engine) reportOutcome(t breaker.Ticket, l *frontier.Lease, v Verdict, now time.Time) {
+	e.breakers.Report(t, v.Class, v.Detail, now)
+	if v.Class == breaker.Refused {
+		e.raiseCase(Case{Host: l.Item.Host, At: now, URL: l.Item.URL, Status: v.Status, Excerpt: v.Excerpt})
+	}
+}
+
+func (e *Engine) succeeded(l *frontier.Lease, hs *hostState, resp *Response, now time.Time) {
+	hs.mu.Lock()
+	if ch := hs.pace.Succeeded(now); ch.Changed {
+		e.log.Info("pace recovered", "host", l.Item.Host, "interval", ch.Interval.Seconds())
+	}
+	hs.mu.Unlock()
+	r := e.result(l.Item, resp, l.Item.Attempts+1)
+	var found []storage.Item
+	if resp.Status >= 300 && resp.Status < 400 {
+		found = e.redirect(l.Item, resp, r)
+	} else if resp.Status >= 200 && resp.Status < 300 {
+		title, links, err := ExtractLinks(resp.URL, resp.ContentType, resp.Body)
+		if err != nil {
+			e.log.Debug("extract links", "url", l.Item.URL, "err", err)
+		}
+		r.Title, r.Outlinks = title, len(links)
+		found = e.discover(links, l.Item.Depth+1, 0)
+	}
+	e.fetched.Add(1)
+	e.finish(l, r, found)
+}
+
+// redirect queues a redirect's target like a discovered link (so scope,
+// robots and politeness apply to it) at the same depth.
+func (e *Engine) redirect(it storage.Item, resp *Response, r *storage.Result) []storage.Item {
+	if resp.Location == "" {
+		return nil
+	}
+	r.FinalURL = resp.Location
+	if it.Redirects+1 > maxRedirects {
+		r.ErrorClass = "redirect-limit"
+		r.Error = fmt.Sprintf("more than %d redirects in a row", maxRedirects)
+		return nil
+	}
+	return e.discover([]string{resp.Location}, it.Depth, it.Redirects+1)
+}
+
+// discover turns links into frontier items, keeping those in scope.
+func (e *Engine) discover(links []string, depth, redirects int) []storage.Item {
+	var out []storage.Item
+	for _, link := range links {
+		it, err := frontier.NewItem(link, depth, redirects)
+		if err != nil {
+			continue
+		}
+		if e.scope.allows(link, it.Host, depth) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// throttled handles a 429: the whole host waits out Retry-After, its pace is
+// halved, and the URL goes back to the queue without spending an attempt.
+func (e *Engine) throttled(l *frontier.Lease, hs *hostState, resp *Response, now time.Time) {
+	e.waitRetryAfter(l.Item.Host, hs, resp, now)
+	hs.mu.Lock()
+	hs.throttles++
+	ch := hs.pace.Throttled(now)
+	hs.mu.Unlock()
+	if ch.Changed {
+		e.log.Info("pace reduced", "host", l.Item.Host, "interval", ch.Interval.Seconds(), "status", 429)
+	}
+	e.front.Release(l)
+}
+
+// waitRetryAfter makes the whole host wait for the response's Retry-After
+// (30s when absent or garbage, capped at --retry-max).
+func (e *Engine) waitRetryAfter(host string, hs *hostState, resp *Response, now time.Time) {
+	var value string
+	if resp != nil && resp.Header != nil {
+		value = resp.Header.Get("Retry-After")
+	}
+	until := now.Add(ParseRetryAfter(value, now, 30*time.Second, e.opts.RetryMax))
+	hs.mu.Lock()
+	if until.After(hs.notBefore) {
+		hs.notBefore = until
+	}
+	hs.mu.Unlock()
+	e.front.Park(host, until)
+}
+
+// retryOrFail schedules a transient failure again with backoff and full
+// jitter, through the deferred bucket so no worker waits for it, or records
+// it as failed once its attempts are spent.
+func (e *Engine) retryOrFail(l *frontier.Lease, v Verdict, resp *Response, now time.Time) {
+	it := l.Item
+	it.Attempts++
+	if it.Attempts > e.opts.Retries {
+		r := e.result(l.Item, resp, it.Attempts)
+		r.ErrorClass, r.Error = string(v.Class), v.Detail
+		e.finish(l, r, nil)
+		return
+	}
+	e.deferLease(l, it, now.Add(Backoff(it.Attempts, e.opts.RetryBase, e.opts.RetryMax, e.opts.Rand)))
+}
+
+func (e *Engine) deferLease(l *frontier.Lease, it storage.Item, due time.Time) {
+	if err := e.front.Defer(l, it, due); err != nil {
+		e.log.Error("defer", "url", it.URL, "err", err)
+	}
+}
+
+func (e *Engine) finish(l *frontier.Lease, r *storage.Result, found []storage.Item) {
+	if r.URL == "" {
+		r = e.fill(l.Item, r)
+	}
+	if err := e.front.Complete(l, r, found); err != nil {
+		e.log.Error("store result", "url", l.Item.URL, "err", err)
+	}
+}
+
+func (e *Engine) fill(it storage.Item, r *storage.Result) *storage.Result {
+	r.URL, r.FinalURL, r.Host, r.Depth = it.URL, it.URL, it.Host, it.Depth
+	if r.FetchedAt.IsZero() {
+		r.FetchedAt = e.opts.Now().UTC()
+	}
+	if r.Attempts == 0 {
+		r.Attempts = it.Attempts
+	}
+	return r
+}
+
+// result describes a response (or its absence) as a stored Result.
+func (e *Engine) result(it storage.Item, resp *Response, attempts int) *storage.Result {
+	r := e.fill(it, &storage.Result{Attempts: attempts})
+	if resp == nil {
+		return r
+	}
+	r.Status, r.ContentType = resp.Status, resp.ContentType
+	r.Length, r.Truncated = int64(len(resp.Body)), resp.Truncated
+	r.FetchedAt = resp.Started.UTC()
+	r.DurationMS = resp.Duration.Milliseconds()
+	if resp.Status > 0 {
+		sum := sha256.Sum256(resp.Body)
+		r.SHA256 = hex.EncodeToString(sum[:])
+	}
+	if resp.Err != nil {
+		r.Error = strings.TrimSpace(resp.Err.Error())
+	}
+	return r
+}
+
+// submit hands extra writes (robots, breaker state, transitions, cases) to
+// the frontier's writer so they share its group commits.
+func (e *Engine) submit(fn func(*storage.Batch)) {
+	if err := e.front.Submit(fn); err != nil {
+		e.log.Error("write", "err", err)
+	}
+}

@@ -1,0 +1,103 @@
+package crawl
+
+import (
+	"net"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"golang.org/x/net/publicsuffix"
+)
+
+// scope decides which discovered URLs are worth enqueueing: it is the first
+// half of authorisation (robots.txt is the second, at fetch time).
+type scope struct {
+	mode     string
+	hosts    map[string]bool // host keys of the seeds
+	domains  map[string]bool // registrable domains of the seeds
+	include  []*regexp.Regexp
+	exclude  []*regexp.Regexp
+	maxDepth int
+}
+
+func newScope(o *Options, seedHosts []string) *scope {
+	s := &scope{mode: o.Scope, hosts: map[string]bool{}, domains: map[string]bool{},
+		include: o.Include, exclude: o.Exclude, maxDepth: o.MaxDepth}
+	for _, h := range seedHosts {
+		s.hosts[h] = true
+		s.domains[registrableDomain(h)] = true
+	}
+	return s
+}
+
+// allows reports whether a discovered URL (already canonicalized to host) may be queued.
+func (s *scope) allows(rawURL, host string, depth int) bool {
+	if s.maxDepth >= 0 && depth > s.maxDepth {
+		return false
+	}
+	switch s.mode {
+	case ScopeSeeds:
+		if !s.hosts[host] {
+			return false
+		}
+	case ScopeDomain:
+		if !s.domains[registrableDomain(host)] {
+			return false
+		}
+	}
+	return s.matchesFilters(rawURL)
+}
+
+func (s *scope) matchesFilters(rawURL string) bool {
+	if len(s.include) > 0 {
+		ok := false
+		for _, re := range s.include {
+			if re.MatchString(rawURL) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	for _, re := range s.exclude {
+		if re.MatchString(rawURL) {
+			return false
+		}
+	}
+	return true
+}
+
+// registrableDomain is the eTLD+1 of a host key; IPs and single-label names
+// (which have none) stand for themselves.
+func registrableDomain(hostKey string) string {
+	name := hostKey
+	if h, _, err := net.SplitHostPort(hostKey); err == nil {
+		name = h
+	}
+	name = strings.Trim(name, "[]")
+	if net.ParseIP(name) != nil {
+		return name
+	}
+	if d, err := publicsuffix.EffectiveTLDPlusOne(name); err == nil {
+		return d
+	}
+	return name
+}
+
+// requestPath is the path and query robots.txt rules are matched against.
+func requestPath(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "/"
+	}
+	p := u.EscapedPath()
+	if p == "" {
+		p = "/"
+	}
+	if u.RawQuery != "" {
+		p += "?" + u.RawQuery
+	}
+	return p
+}

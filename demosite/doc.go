@@ -1,0 +1,42 @@
+// Package demosite serves a local multi-host web site on loopback for the
+// crawler's demo command, its end-to-end tests and its benchmark. The machines
+// running Breakwater have no internet, so every "host" the crawler meets in a
+// demo is one of these: its own http.Server (or raw listener) on
+// 127.0.0.1:PORT, so the crawler sees distinct hosts.
+//
+// # Basics
+//
+// Start takes one HostSpec per host and a SiteOptions. A host with Pages=N
+// serves "/" and "/p/1" … "/p/N-1" as small HTML pages (about 3 KB) that link
+// to other pages of the same host, to pages of other hosts and, when
+// SiteOptions.DeadLinksPerPage is set, to URLs on dead hosts. Some pages carry
+// noise links (a #fragment, an empty query "?", a mailto:, a "../" link) that
+// canonicalize to pages already linked elsewhere, so a good crawler fetches
+// each page exactly once. Unknown paths answer 404 and /robots.txt serves
+// HostSpec.Robots (404 when empty).
+//
+// Each host misbehaves according to its Behavior (Healthy, Dead, Recovering,
+// Refusing, Flaky, Throttling); the behavior applies to every path, robots.txt
+// included, because that is what a real failing host does. Every request is
+// logged per host (Host.Requests); a dead host logs one entry per accepted
+// connection, with an empty path and status 0.
+//
+// # Invariants
+//
+//   - Pages and links are a pure function of the specs, the options and the
+//     Seed: two sites started alike serve the same pages, apart from ports.
+//   - Every page of a host is reachable from its "/" through same-host links
+//     (page i always links to page i+1 mod N).
+//   - Pages are rendered per request into pooled buffers rather than
+//     pre-rendered, so 800 hosts x 60 pages start in milliseconds.
+//   - Behaviors that depend on time (Recovering, Throttling) read
+//     SiteOptions.Now, never the wall clock directly, so tests inject a clock.
+//
+// # Concurrency
+//
+// A Site is safe for concurrent use once Start returns; its link structure is
+// immutable. Each Host guards its request log and its behavior state (flaky
+// RNG, throttle window) with its own mutexes. Close stops every server, closes
+// every held dead-host connection and waits for every goroutine the site
+// started, so no goroutine outlives Close.
+package demosite

@@ -1,0 +1,222 @@
+// URL canonicalization: the dedupe key, link resolution and the per-host key.
+//
+// Two forms of a URL exist in Breakwater. The original form (from Resolve) is
+// what gets fetched: it is parsed the way a browser parses it but otherwise
+// left as written. The canonical form (from Canonicalize) is only a key: two
+// URLs with the same canonical form are the same page for deduplication.
+// Canonicalization never decodes reserved characters (%2F stays %2F) and never
+// reorders the query, because servers may give either a meaning.
+//
+// All functions here are pure and safe for concurrent use.
+
+package frontier
+
+import (
+	"errors"
+	"fmt"
+	neturl "net/url"
+	"strings"
+
+	"github.com/nlnwa/whatwg-url/canonicalizer"
+	"github.com/nlnwa/whatwg-url/url"
+)
+
+// MaxURLLength is the longest URL, in bytes, that Canonicalize and Resolve
+// accept, before and after normalization.
+const MaxURLLength = 2048
+
+// Sentinel errors callers may branch on with errors.Is.
+var (
+	// ErrUnsupportedScheme means the URL is not http or https.
+	ErrUnsupportedScheme = errors.New("unsupported scheme")
+	// ErrURLTooLong means the URL is longer than MaxURLLength bytes.
+	ErrURLTooLong = errors.New("url too long")
+)
+
+// The WHATWG parser already lower-cases scheme and host, applies IDNA,
+// drops default ports and resolves dot segments. The plain profile is not
+// GoogleSafeBrowsing on purpose: that one strips every port and decodes %2F.
+var (
+	canonParser  = canonicalizer.New(canonicalizer.WithRemoveFragment())
+	resolveParse = url.NewParser()
+)
+
+// Canonicalize returns the dedupe key of an absolute http or https URL:
+// lower-case scheme and host, IDNA (punycode) host, no default port, no
+// fragment, dot segments resolved, percent escapes in upper-case hex with
+// unreserved characters (ALPHA DIGIT - . _ ~) decoded, and no empty query.
+// Reserved escapes such as %2F stay encoded; the query order is kept.
+// Canonicalize is idempotent.
+func Canonicalize(raw string) (string, error) {
+	u, err := parseHTTP(canonParser, raw)
+	if err != nil {
+		return "", fmt.Errorf("canonicalize %q: %w", shorten(raw), err)
+	}
+	if u.Query() == "" {
+		u.SetSearch("") // "?" alone means the same resource as no query
+	}
+	out := normalizePercent(u.Href(true))
+	if len(out) > MaxURLLength {
+		return "", fmt.Errorf("canonicalize %q: %w (%d bytes normalized)", shorten(raw), ErrURLTooLong, len(out))
+	}
+	return out, nil
+}
+
+// Resolve resolves ref against base the way a browser resolves a link or a
+// Location header, and returns the absolute URL without its fragment but
+// otherwise as written: this original form is what gets fetched. An empty
+// base requires ref to be absolute. Resolve fails for schemes other than http
+// and https (javascript:, mailto:, data:, ftp:, ...), for URLs Go's net/http
+// could not request, and for results longer than MaxURLLength.
+func Resolve(base, ref string) (string, error) {
+	if base == "" {
+		u, err := parseHTTP(resolveParse, ref)
+		if err != nil {
+			return "", fmt.Errorf("resolve %q: %w", shorten(ref), err)
+		}
+		return requestable(ref, u)
+	}
+	u, err := resolveRef(base, ref)
+	if err != nil {
+		return "", fmt.Errorf("resolve %q against %q: %w", shorten(ref), shorten(base), err)
+	}
+	return requestable(ref, u)
+}
+
+// requestable renders u without its fragment and checks that net/http can
+// request it.
+func requestable(ref string, u *url.Url) (string, error) {
+	out := u.Href(true)
+	if len(out) > MaxURLLength {
+		return "", fmt.Errorf("resolve %q: %w", shorten(ref), ErrURLTooLong)
+	}
+	// A URL the browser grammar accepts may still be one net/url rejects
+	// (a stray "%" in the path, say); such a link could never be fetched.
+	if _, err := neturl.Parse(out); err != nil {
+		return "", fmt.Errorf("resolve %q: not requestable: %w", shorten(ref), err)
+	}
+	return out, nil
+}
+
+// HostKey returns the per-host key used for politeness, the breaker and
+// robots.txt: the canonical host, plus ":port" only when the port is not the
+// scheme's default ("example.com", "127.0.0.1:8080", "xn--bcher-kva.example").
+func HostKey(rawURL string) (string, error) {
+	u, err := parseHTTP(canonParser, rawURL)
+	if err != nil {
+		return "", fmt.Errorf("host key %q: %w", shorten(rawURL), err)
+	}
+	// The parser has already dropped a default port, so Host is the key.
+	return u.Host(), nil
+}
+
+func resolveRef(base, ref string) (*url.Url, error) {
+	if len(ref) > MaxURLLength {
+		return nil, ErrURLTooLong
+	}
+	b, err := parseHTTP(resolveParse, base)
+	if err != nil {
+		return nil, fmt.Errorf("base: %w", err)
+	}
+	u, err := b.Parse(ref)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkScheme(u); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// parseHTTP parses an absolute URL and insists on http or https.
+func parseHTTP(p url.Parser, raw string) (*url.Url, error) {
+	if len(raw) > MaxURLLength {
+		return nil, fmt.Errorf("%w (%d bytes)", ErrURLTooLong, len(raw))
+	}
+	u, err := p.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkScheme(u); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+func checkScheme(u *url.Url) error {
+	switch u.Scheme() {
+	case "http", "https":
+		if u.Hostname() == "" {
+			return errors.New("missing host")
+		}
+		return nil
+	}
+	return fmt.Errorf("%w %q", ErrUnsupportedScheme, u.Scheme())
+}
+
+// normalizePercent upper-cases the hex of every percent escape and decodes
+// the ones that encode an unreserved character. Decoding anything else could
+// change the meaning (%2F is not /, %3F is not ?), so it is left alone. The
+// parser has already resolved escaped dot segments (%2e%2e), so decoding "."
+// cannot create new ones.
+func normalizePercent(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '%' || i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+			b.WriteByte(c)
+			continue
+		}
+		v := unhex(s[i+1])<<4 | unhex(s[i+2])
+		if isUnreserved(v) {
+			b.WriteByte(v)
+		} else {
+			b.WriteByte('%')
+			b.WriteByte(upperHex(s[i+1]))
+			b.WriteByte(upperHex(s[i+2]))
+		}
+		i += 2
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	default:
+		return c - 'a' + 10
+	}
+}
+
+func upperHex(c byte) byte {
+	if 'a' <= c && c <= 'f' {
+		return c - 'a' + 'A'
+	}
+	return c
+}
+
+// isUnreserved reports RFC 3986 unreserved characters.
+func isUnreserved(c byte) bool {
+	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+// shorten keeps error messages readable when the URL is huge.
+func shorten(s string) string {
+	const limit = 200
+	if len(s) <= limit {
+		return s
+	}
+	return s[:limit] + "..."
+}

@@ -1,0 +1,27 @@
+// Package frontier decides which URL is fetched next and keeps every
+// discovered URL durable in the storage file until its result is stored.
+//
+// It owns three things: the seen set and queue (through storage, written in
+// group commits by one writer goroutine), the deferred bucket (URLs due at a
+// time; a timer promotes them back when due), and the in-memory scheduler
+// that hands a worker a URL of a host that is ready now.
+//
+// Memory: per active host, a small buffer of its next URLs (Options.Buffer)
+// and a count of the rest, which stay in the file. A million queued URLs over
+// a hundred hosts costs a hundred buffers, not a million entries.
+//
+// Leases: a URL handed out by Next stays in the file's queue until Complete
+// or Defer commits, in the same transaction as its result or its new due
+// time. A crash loses nothing: the next run finds in-flight URLs still queued
+// and fetches them again.
+//
+// Readiness: the frontier knows nothing of robots, breakers or rate limits.
+// The crawl engine tells it when a host may next start a request (Started,
+// Park), or that a host is held until released (Hold, Unhold). A host with a
+// lease being prepared is "reserved" and not offered to another worker until
+// its rate token is taken or the lease is released, so one host's URLs are
+// never handed out faster than its politeness allows.
+//
+// Concurrency: all methods are safe for concurrent use. The scheduler's mutex
+// is never held across I/O.
+package frontier

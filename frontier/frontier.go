@@ -1,0 +1,221 @@
+package frontier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"breakwater/storage"
+)
+
+// ErrExhausted is returned by Next when no URL is queued, deferred or in
+// flight, except possibly URLs of held hosts (see HeldWork).
+var ErrExhausted = errors.New("frontier exhausted")
+
+// ErrClosed is returned by operations on a closed Frontier.
+var ErrClosed = errors.New("frontier closed")
+
+// Options configure a Frontier. Zero fields take the documented defaults.
+type Options struct {
+	// HostConcurrency caps the leases in flight per host. Default 1.
+	HostConcurrency int
+	// Buffer is how many queued URLs per host are kept in memory. Default 16.
+	Buffer int
+	// MaxBatch caps the operations in one commit. Default 4096.
+	MaxBatch int
+	// PromoteBatch caps the deferred URLs moved back per commit. Default 2048.
+	PromoteBatch int
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Logger receives commit errors. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.HostConcurrency <= 0 {
+		o.HostConcurrency = 1
+	}
+	if o.Buffer <= 0 {
+		o.Buffer = 16
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 4096
+	}
+	if o.PromoteBatch <= 0 {
+		o.PromoteBatch = 2048
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Lease is one URL handed to a worker. Exactly one of Release, Started
+// followed by Complete or Defer, or Complete/Defer directly must end it.
+type Lease struct {
+	Item storage.Item
+	host *hostQueue
+	done bool
+}
+
+// Frontier is the crawl's durable, politeness-aware URL queue.
+type Frontier struct {
+	db   *storage.DB
+	opts Options
+
+	writer *writer
+
+	mu      sync.Mutex
+	hosts   map[string]*hostQueue
+	ready   hostHeap
+	wake    chan struct{} // closed and replaced to wake every waiting Next
+	leased  int           // leases in flight, all hosts
+	loading int           // buffer refills in progress
+	closed  bool
+}
+
+// Open loads the scheduler's view of the queue from db and starts the writer.
+// URLs that were in flight when a previous run died are simply still queued.
+func Open(db *storage.DB, opts Options) (*Frontier, error) {
+	opts = opts.withDefaults()
+	f := &Frontier{db: db, opts: opts, hosts: make(map[string]*hostQueue), wake: make(chan struct{})}
+	err := db.ForEachHost(func(host string, c storage.HostCounts) error {
+		if c.Queued > 0 {
+			h := f.host(host)
+			h.backlog = int(c.Queued)
+			f.refillLocked(h)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open frontier: %w", err)
+	}
+	nextDue, hasDue, err := db.NextDue()
+	if err != nil {
+		return nil, fmt.Errorf("open frontier: %w", err)
+	}
+	f.writer = newWriter(f)
+	if hasDue {
+		f.writer.nextDue = time.Unix(0, nextDue)
+	}
+	go f.writer.run()
+	return f, nil
+}
+
+// Add enqueues items that were never seen before. It returns once the items
+// are handed to the writer; they become leasable when committed.
+func (f *Frontier) Add(items ...storage.Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	return f.writer.submit(func(b *storage.Batch) {
+		for _, it := range items {
+			b.Add(it)
+		}
+	})
+}
+
+// Next blocks until a URL of a ready host can be leased, ctx is done, or the
+// frontier is exhausted.
+func (f *Frontier) Next(ctx context.Context) (*Lease, error) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		lease, wait, wake, err := f.tryNext()
+		if lease != nil || err != nil {
+			return lease, err
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-wake:
+		case <-timer.C:
+		}
+	}
+}
+
+const maxWait = time.Minute
+
+func (f *Frontier) tryNext() (*Lease, time.Duration, <-chan struct{}, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.writer.failure(); err != nil {
+		return nil, 0, nil, err
+	}
+	if f.closed {
+		return nil, 0, nil, ErrClosed
+	}
+	now := f.opts.Now()
+	if h := f.ready.peek(); h != nil && !h.readyAt.After(now) {
+		return f.leaseLocked(h), 0, nil, nil
+	}
+	if f.idleLocked() {
+		return nil, 0, nil, ErrExhausted
+	}
+	wait := maxWait
+	if h := f.ready.peek(); h != nil {
+		wait = min(wait, h.readyAt.Sub(now))
+	}
+	return nil, wait, f.wake, nil
+}
+
+func (f *Frontier) leaseLocked(h *hostQueue) *Lease {
+	it := h.buf[0]
+	h.buf[0] = storage.Item{}
+	h.buf = h.buf[1:]
+	h.inflight++
+	h.reserved = true
+	f.leased++
+	f.refillLocked(h)
+	f.updateLocked(h)
+	return &Lease{Item: it, host: h}
+}
+
+// idleLocked reports whether nothing can ever become ready without outside
+// help: no lease in flight, no write pending, nothing deferred, and every
+// host with queued URLs is held.
+func (f *Frontier) idleLocked() bool {
+	if f.leased > 0 || f.loading > 0 || f.writer.busy() {
+		return false
+	}
+	for _, h := range f.hosts {
+		if !h.held && h.queued() > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// HeldWork is the number of queued URLs of held hosts: work left that only a
+// human can release.
+func (f *Frontier) HeldWork() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, h := range f.hosts {
+		if h.held {
+			n += h.queued()
+		}
+	}
+	return n
+}
+
+// InFlight is the number of leases not yet ended.
+func (f *Frontier) InFlight() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.leased
+}
+
+// broadcastLocked wakes every goroutine waiting in Next.
+func (f *Frontier) broadcastLocked() {
+	close(f.wake)
+	f.wake = make(chan struct{})
+}

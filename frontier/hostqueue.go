@@ -1,0 +1,153 @@
+package frontier
+
+import (
+	"container/heap"
+	"time"
+
+	"breakwater/storage"
+)
+
+// hostQueue is the scheduler's view of one host: a few URLs in memory, a
+// count of the rest in the file, and when the host may next be offered.
+type hostQueue struct {
+	name      string
+	buf       []storage.Item // next URLs in FIFO order
+	backlog   int            // committed URLs in the file not in buf
+	loadedSeq uint64         // highest Seq ever put in buf
+	newestSeq uint64         // highest Seq a commit has notified
+	loading   bool
+	inflight  int
+	reserved  bool // a lease is between Next and Started/Release
+	held      bool
+	failing   bool // a FailHost is pending: offer nothing
+	readyAt   time.Time
+	index     int // in the ready heap; -1 when absent
+}
+
+func (h *hostQueue) queued() int { return len(h.buf) + max(h.backlog, 0) }
+
+func (f *Frontier) host(name string) *hostQueue {
+	h := f.hosts[name]
+	if h == nil {
+		h = &hostQueue{name: name, index: -1}
+		f.hosts[name] = h
+	}
+	return h
+}
+
+func (f *Frontier) eligible(h *hostQueue) bool {
+	return len(h.buf) > 0 && !h.held && !h.reserved && !h.failing && h.inflight < f.opts.HostConcurrency
+}
+
+// updateLocked puts h in, moves it within, or takes it out of the ready heap,
+// and forgets a host with nothing left.
+func (f *Frontier) updateLocked(h *hostQueue) {
+	switch {
+	case f.eligible(h) && h.index < 0:
+		heap.Push(&f.ready, h)
+	case f.eligible(h):
+		heap.Fix(&f.ready, h.index)
+	case h.index >= 0:
+		heap.Remove(&f.ready, h.index)
+	}
+	if h.queued() == 0 && h.inflight == 0 && !h.loading && !h.held {
+		delete(f.hosts, h.name)
+	}
+}
+
+// refillLocked starts loading the host's next URLs from the file when its
+// buffer runs low. The read happens outside the lock.
+func (f *Frontier) refillLocked(h *hostQueue) {
+	if h.loading || h.backlog <= 0 || len(h.buf) > f.opts.Buffer/2 {
+		return
+	}
+	h.loading = true
+	f.loading++
+	after, want := h.loadedSeq, f.opts.Buffer-len(h.buf)
+	go func() {
+		items, err := f.db.LoadQueued(h.name, after, want)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		h.loading = false
+		f.loading--
+		if err != nil {
+			f.opts.Logger.Error("load queue", "host", h.name, "err", err)
+			f.writer.fail(err)
+		}
+		f.appendLoadedLocked(h, items)
+		if len(items) < want {
+			// The file had no more when read; only a commit notified since
+			// can have added to it.
+			h.backlog = 0
+			if h.newestSeq > h.loadedSeq {
+				h.backlog = 1
+			}
+		}
+		f.refillLocked(h)
+		f.updateLocked(h)
+		f.broadcastLocked()
+	}()
+}
+
+func (f *Frontier) appendLoadedLocked(h *hostQueue, items []storage.Item) {
+	for _, it := range items {
+		if it.Seq <= h.loadedSeq {
+			continue
+		}
+		h.buf = append(h.buf, it)
+		h.loadedSeq = it.Seq
+		h.backlog--
+	}
+}
+
+// addedLocked takes the items a commit queued. An item goes straight into
+// the host's buffer when the buffer holds everything the file has for the host;
+// otherwise it is counted and loaded from the file later.
+func (f *Frontier) addedLocked(items []storage.Item) {
+	for _, it := range items {
+		h := f.host(it.Host)
+		h.newestSeq = max(h.newestSeq, it.Seq)
+		switch {
+		case it.Seq <= h.loadedSeq:
+			// A refill already read it from the file and counted it out of backlog.
+			h.backlog++
+		case h.backlog <= 0 && !h.loading && len(h.buf) < f.opts.Buffer:
+			h.backlog = 0
+			h.buf = append(h.buf, it)
+			h.loadedSeq = it.Seq
+		default:
+			h.backlog++
+		}
+		f.refillLocked(h)
+		f.updateLocked(h)
+	}
+}
+
+// hostHeap orders eligible hosts by the time they may next be offered.
+type hostHeap []*hostQueue
+
+func (q hostHeap) Len() int           { return len(q) }
+func (q hostHeap) Less(i, j int) bool { return q[i].readyAt.Before(q[j].readyAt) }
+func (q hostHeap) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index, q[j].index = i, j
+}
+func (q *hostHeap) Push(x any) {
+	h := x.(*hostQueue)
+	h.index = len(*q)
+	*q = append(*q, h)
+}
+func (q *hostHeap) Pop() any {
+	old := *q
+	h := old[len(old)-1]
+	old[len(old)-1] = nil
+	h.index = -1
+	*q = old[:len(old)-1]
+	return h
+}
+func (q hostHeap) peek() *hostQueue {
+	if len(q) == 0 {
+		return nil
+	}
+	return q[0]
+}

@@ -1,0 +1,121 @@
+package frontier
+
+import (
+	"time"
+
+	"breakwater/storage"
+)
+
+// Release ends a lease without an attempt: the URL goes back to the front of
+// its host's queue and nothing is written.
+func (f *Frontier) Release(l *Lease) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.endLocked(l) {
+		return
+	}
+	h := l.host
+	h.buf = append([]storage.Item{l.Item}, h.buf...)
+	f.updateLocked(h)
+	f.broadcastLocked()
+}
+
+// Started records that the lease's request is starting: its host may start
+// another no earlier than next. It ends the host's reservation.
+func (f *Frontier) Started(l *Lease, next time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := l.host
+	h.reserved = false
+	if next.After(h.readyAt) {
+		h.readyAt = next
+	}
+	f.updateLocked(h)
+}
+
+// Complete ends a lease with its result and the URLs it discovered; the
+// queue entry is deleted in the same commit that stores the result.
+func (f *Frontier) Complete(l *Lease, r *storage.Result, discovered []storage.Item) error {
+	f.finish(l)
+	it := l.Item
+	return f.writer.submit(func(b *storage.Batch) {
+		b.Complete(it, r)
+		for _, d := range discovered {
+			b.Add(d)
+		}
+	})
+}
+
+// Defer ends a lease by parking its URL until due, with the item as given
+// (the caller updates Attempts when the URL was attempted).
+func (f *Frontier) Defer(l *Lease, it storage.Item, due time.Time) error {
+	f.finish(l)
+	return f.writer.submit(func(b *storage.Batch) { b.Defer(it, due) })
+}
+
+func (f *Frontier) finish(l *Lease) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.endLocked(l) {
+		f.updateLocked(l.host)
+	}
+}
+
+func (f *Frontier) endLocked(l *Lease) bool {
+	if l.done {
+		return false
+	}
+	l.done = true
+	l.host.inflight--
+	l.host.reserved = false
+	f.leased--
+	return true
+}
+
+// Park keeps host from being offered before until (a breaker rest, a
+// Retry-After, a robots.txt retry).
+func (f *Frontier) Park(host string, until time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if h := f.hosts[host]; h != nil && until.After(h.readyAt) {
+		h.readyAt = until
+		f.updateLocked(h)
+		f.broadcastLocked()
+	}
+}
+
+// Hold keeps host from being offered until Unhold (a paused host, an open
+// case). Its URLs stay queued; they count as HeldWork.
+func (f *Frontier) Hold(host string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.host(host)
+	h.held = true
+	f.updateLocked(h)
+	f.broadcastLocked()
+}
+
+// Unhold makes a held host eligible again, from now.
+func (f *Frontier) Unhold(host string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if h := f.hosts[host]; h != nil && h.held {
+		h.held = false
+		h.readyAt = f.opts.Now()
+		f.updateLocked(h)
+		f.broadcastLocked()
+	}
+}
+
+// FailHost records every queued URL of host as failed with the template
+// (for a host given up on) and drops them from memory. Leases in flight for
+// the host are not affected.
+func (f *Frontier) FailHost(host string, template storage.Result) error {
+	f.mu.Lock()
+	if h := f.hosts[host]; h != nil {
+		h.failing = true
+		f.updateLocked(h)
+	}
+	f.mu.Unlock()
+	return f.writer.submit(func(b *storage.Batch) { b.FailHost(host, template) })
+}

@@ -1,0 +1,126 @@
+// Command breakwater is a durable, polite web crawler that keeps everything
+// in one bbolt file. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0 // frontier exhausted
+	exitError    = 1
+	exitUsage    = 2
+	exitWorkLeft = 3 // stopped with work left: run again to resume
+)
+
+// usageError marks errors that are the caller's (bad flags, bad seeds): exit 2.
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// errWorkLeft is returned by a crawl that stopped before the frontier ran dry.
+var errWorkLeft = errors.New("stopped with work left; run the same command again to resume")
+
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"crawl", "crawl from seed URLs into a database file, or resume one", runCrawl},
+		{"status", "frontier counts, hosts, pages and failures", runStatus},
+		{"export", "write stored results (jsonl)", runExport},
+		{"demo", "serve a small local site and crawl it", runDemo},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	var ue usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, pflag.ErrHelp):
+		return exitOK
+	case errors.Is(err, errWorkLeft):
+		fmt.Fprintln(stderr, "breakwater:", err)
+		return exitWorkLeft
+	case errors.As(err, &ue):
+		fmt.Fprintln(stderr, "breakwater:", err)
+		return exitUsage
+	default:
+		fmt.Fprintln(stderr, "breakwater:", err)
+		return exitError
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printUsage(stdout)
+		if len(args) == 0 {
+			return usagef("no command given")
+		}
+		return nil
+	}
+	if args[0] == "--version" || args[0] == "version" {
+		fmt.Fprintln(stdout, "breakwater", version)
+		return nil
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	printUsage(stderr)
+	return usagef("unknown command %q", args[0])
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: breakwater COMMAND [flags]\n\nCommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'breakwater COMMAND --help' for a command's flags.")
+}
+
+// newFlagSet makes a subcommand's flag set whose --help prints every flag
+// with its default.
+func newFlagSet(name, usage string, out io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.SortFlags = false
+	fs.Usage = func() {
+		fmt.Fprintf(out, "Usage: breakwater %s\n\nFlags:\n%s", usage, fs.FlagUsages())
+	}
+	return fs
+}
+
+// parseFlags parses args, turning flag errors into usage errors.
+func parseFlags(fs *pflag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return usageError{fmt.Errorf("%s: %w", fs.Name(), err)}
+	}
+	return nil
+}

@@ -1,0 +1,458 @@
+package storage
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestAddDedupesByHash(t *testing.T) {
+	a, b, c := item("a.com", "/1"), item("a.com", "/2"), item("b.com", "/1")
+	sameHash := item("b.com", "/other")
+	sameHash.Hash = a.Hash // the hash, not the URL, is the dedupe key
+
+	tests := []struct {
+		name      string
+		batches   [][]Item
+		wantAdded [][]Item // per batch, compared by URL
+	}{
+		{"distinct", [][]Item{{a, b, c}}, [][]Item{{a, b, c}}},
+		{"twice in one batch", [][]Item{{a, b, a}}, [][]Item{{a, b}}},
+		{"across batches", [][]Item{{a}, {a, c}}, [][]Item{{a}, {c}}},
+		{"same hash other url", [][]Item{{a}, {sameHash, b}}, [][]Item{{a}, {b}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := openTestDB(t)
+			var lastSeq uint64
+			var total int64
+			for i, items := range tt.batches {
+				added := enqueue(t, db, items...)
+				if got, want := urls(added), urls(tt.wantAdded[i]); !reflect.DeepEqual(got, want) {
+					t.Fatalf("batch %d: Added = %v, want %v", i, got, want)
+				}
+				for _, it := range added {
+					if it.Seq <= lastSeq {
+						t.Fatalf("batch %d: Seq %d of %s not above previous %d", i, it.Seq, it.URL, lastSeq)
+					}
+					lastSeq = it.Seq
+				}
+				total += int64(len(added))
+			}
+			want := Counts{Seen: total, Queued: total}
+			if got := mustCounts(t, db); got != want {
+				t.Fatalf("Counts = %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
+func urls(items []Item) []string {
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		out = append(out, it.URL)
+	}
+	return out
+}
+
+func TestAddAfterCompleteIsIgnored(t *testing.T) {
+	db := openTestDB(t)
+	a := enqueue(t, db, item("a.com", "/"))[0]
+	commit(t, db, func(b *Batch) { b.Complete(a, fetched(a, 200)) })
+	if added := enqueue(t, db, item("a.com", "/")); len(added) != 0 {
+		t.Fatalf("re-adding a fetched URL queued %v", urls(added))
+	}
+	if got := loadAll(t, db, "a.com"); len(got) != 0 {
+		t.Fatalf("queue of a.com = %v, want empty", urls(got))
+	}
+}
+
+func TestRequeueIgnoresSeen(t *testing.T) {
+	db := openTestDB(t)
+	a := enqueue(t, db, item("a.com", "/"))[0]
+	commit(t, db, func(b *Batch) { b.Complete(a, failed(a, "timeout")) })
+	c := commit(t, db, func(b *Batch) { b.Requeue(a) })
+	if len(c.Added) != 1 || c.Added[0].Seq <= a.Seq {
+		t.Fatalf("Requeue Added = %+v, want a with a new Seq above %d", c.Added, a.Seq)
+	}
+	// The old result stays until the URL is fetched again.
+	want := Counts{Seen: 1, Queued: 1, Failed: 1}
+	if got := mustCounts(t, db); got != want {
+		t.Fatalf("Counts = %+v, want %+v", got, want)
+	}
+}
+
+func TestComplete(t *testing.T) {
+	tests := []struct {
+		name       string
+		results    []func(Item) *Result // completed in turn, requeueing in between
+		wantCounts Counts
+	}{
+		{"fetched", []func(Item) *Result{ok200}, Counts{Seen: 1, Fetched: 1}},
+		{"failed", []func(Item) *Result{timeout}, Counts{Seen: 1, Failed: 1}},
+		{"failed then fetched", []func(Item) *Result{timeout, ok200}, Counts{Seen: 1, Fetched: 1}},
+		{"fetched then failed", []func(Item) *Result{ok200, timeout}, Counts{Seen: 1, Failed: 1}},
+		{"failed twice", []func(Item) *Result{timeout, timeout}, Counts{Seen: 1, Failed: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := openTestDB(t)
+			it := enqueue(t, db, item("a.com", "/x"), item("b.com", "/y"))[0]
+			var last *Result
+			for i, mk := range tt.results {
+				if i > 0 {
+					it = commit(t, db, func(b *Batch) { b.Requeue(it) }).Added[0]
+				}
+				last = mk(it)
+				commit(t, db, func(b *Batch) { b.Complete(it, last) })
+			}
+			if got := loadAll(t, db, "a.com"); len(got) != 0 {
+				t.Fatalf("a.com still queued: %v", urls(got))
+			}
+			tt.wantCounts.Seen++ // b.com's URL
+			tt.wantCounts.Queued++
+			if got := mustCounts(t, db); got != tt.wantCounts {
+				t.Fatalf("Counts = %+v, want %+v", got, tt.wantCounts)
+			}
+			wantHost := HostCounts{Fetched: tt.wantCounts.Fetched, Failed: tt.wantCounts.Failed}
+			if got := hostCounts(t, db)["a.com"]; got != wantHost {
+				t.Fatalf("counts of a.com = %+v, want %+v", got, wantHost)
+			}
+			if got := takeSnapshot(t, db).Results[it.Hash]; got != *last {
+				t.Fatalf("stored result = %+v, want %+v", got, *last)
+			}
+		})
+	}
+}
+
+func ok200(it Item) *Result  { return fetched(it, 200) }
+func timeout(it Item) *Result { return failed(it, "timeout") }
+
+// A second Complete of the same item (a stale lease, say) replaces the result
+// but must not count the URL twice or drive Queued negative.
+func TestCompleteTwiceInOneBatch(t *testing.T) {
+	db := openTestDB(t)
+	it := enqueue(t, db, item("a.com", "/"))[0]
+	commit(t, db, func(b *Batch) {
+		b.Complete(it, timeout(it))
+		b.Complete(it, ok200(it))
+	})
+	if got, want := mustCounts(t, db), (Counts{Seen: 1, Fetched: 1}); got != want {
+		t.Fatalf("Counts = %+v, want %+v", got, want)
+	}
+}
+
+func TestDeferAndPromote(t *testing.T) {
+	db := openTestDB(t)
+	a, b, c, d := item("a.com", "/a"), item("b.com", "/b"), item("a.com", "/c"), item("b.com", "/d")
+	a.Depth, a.Attempts, a.Redirects = 2, 1, 3
+	q := enqueue(t, db, a, b, c, d)
+	maxSeq := q[3].Seq
+	got := commit(t, db, func(bt *Batch) {
+		bt.Defer(q[0], t3)
+		bt.Defer(q[1], t1)
+		bt.Defer(q[2], t2)
+	})
+	if !got.NextDue.Equal(t1) {
+		t.Fatalf("NextDue after Defer = %v, want %v", got.NextDue, t1)
+	}
+	if want := (Counts{Seen: 4, Queued: 1, Deferred: 3}); mustCounts(t, db) != want {
+		t.Fatalf("Counts after Defer = %+v, want %+v", mustCounts(t, db), want)
+	}
+	if got := urls(loadAll(t, db, "a.com")); len(got) != 0 {
+		t.Fatalf("deferred items still loadable from the queue: %v", got)
+	}
+
+	steps := []struct {
+		now       time.Time
+		limit     int
+		wantAdded []Item
+		wantNext  time.Time // zero: nothing left
+	}{
+		{t0, 10, nil, t1},
+		{t2, 1, []Item{b}, t2}, // the limit takes the earliest first
+		{t2, 10, []Item{c}, t3}, // due == now is due
+		{t4, 10, []Item{a}, time.Time{}},
+		{t4, 10, nil, time.Time{}},
+	}
+	for i, s := range steps {
+		got := commit(t, db, func(bt *Batch) { bt.Promote(s.now, s.limit) })
+		if g, w := urls(got.Added), urls(s.wantAdded); !reflect.DeepEqual(g, w) {
+			t.Fatalf("step %d Promote(%v, %d) Added = %v, want %v", i, s.now.Sub(t0), s.limit, g, w)
+		}
+		if !got.NextDue.Equal(s.wantNext) {
+			t.Fatalf("step %d NextDue = %v, want %v", i, got.NextDue, s.wantNext)
+		}
+		for j, it := range got.Added {
+			if it.Seq <= maxSeq {
+				t.Fatalf("step %d: promoted %s kept an old Seq %d (max so far %d)", i, it.URL, it.Seq, maxSeq)
+			}
+			maxSeq = it.Seq
+			want := s.wantAdded[j]
+			want.Seq = it.Seq
+			if it != want {
+				t.Fatalf("step %d: promoted item = %+v, want %+v", i, it, want)
+			}
+		}
+	}
+	if want := (Counts{Seen: 4, Queued: 4}); mustCounts(t, db) != want {
+		t.Fatalf("Counts after Promote = %+v, want %+v", mustCounts(t, db), want)
+	}
+	if got, want := urls(loadAll(t, db, "a.com")), []string{c.URL, a.URL}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("a.com queue = %v, want %v (promotion order)", got, want)
+	}
+}
+
+func TestDeferNotQueuedIsIgnored(t *testing.T) {
+	db := openTestDB(t)
+	it := enqueue(t, db, item("a.com", "/"))[0]
+	got := commit(t, db, func(b *Batch) {
+		b.Defer(it, t2)
+		b.Defer(it, t1) // already moved: must not park a second copy
+	})
+	if !got.NextDue.Equal(t2) {
+		t.Fatalf("NextDue = %v, want %v", got.NextDue, t2)
+	}
+	if want := (Counts{Seen: 1, Deferred: 1}); mustCounts(t, db) != want {
+		t.Fatalf("Counts = %+v, want %+v", mustCounts(t, db), want)
+	}
+	due, ok, err := db.NextDue()
+	if err != nil || !ok || due != t2.UnixNano() {
+		t.Fatalf("NextDue() = %d, %v, %v; want %d", due, ok, err, t2.UnixNano())
+	}
+}
+
+func TestLoadQueued(t *testing.T) {
+	db := openTestDB(t)
+	// Hosts that are byte prefixes of one another must not leak into each other.
+	hosts := []string{"a.com", "a.com:8080", "a.co", "a.com.evil", "b.com"}
+	var in []Item
+	for i := range 4 {
+		for _, h := range hosts {
+			in = append(in, item(h, "/"+string(rune('a'+i))))
+		}
+	}
+	added := enqueue(t, db, in...)
+	byHost := map[string][]Item{}
+	for _, it := range added {
+		byHost[it.Host] = append(byHost[it.Host], it)
+	}
+	for _, h := range hosts {
+		all := byHost[h]
+		tests := []struct {
+			name     string
+			afterSeq uint64
+			limit    int
+			want     []Item
+		}{
+			{"all", 0, 100, all},
+			{"limit", 0, 2, all[:2]},
+			{"after", all[1].Seq, 100, all[2:]},
+			{"after and limit", all[0].Seq, 2, all[1:3]},
+			{"after last", all[3].Seq, 100, nil},
+		}
+		for _, tt := range tests {
+			t.Run(h+"/"+tt.name, func(t *testing.T) {
+				got, err := db.LoadQueued(h, tt.afterSeq, tt.limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got) != len(tt.want) || (len(got) > 0 && !reflect.DeepEqual(got, tt.want)) {
+					t.Fatalf("LoadQueued(%q, %d, %d) = %v, want %v", h, tt.afterSeq, tt.limit, urls(got), urls(tt.want))
+				}
+			})
+		}
+	}
+	if got := loadAll(t, db, "unknown.com"); len(got) != 0 {
+		t.Fatalf("unknown host loaded %v", urls(got))
+	}
+}
+
+func TestFailHost(t *testing.T) {
+	db := openTestDB(t)
+	a1, a2, a3 := item("a.com", "/1"), item("a.com", "/2"), item("a.com", "/3")
+	a2.Depth, a2.Attempts = 4, 2
+	p1, b1 := item("a.com:8080", "/1"), item("b.com", "/1")
+	q := enqueue(t, db, a1, a2, a3, p1, b1)
+	commit(t, db, func(b *Batch) { b.Defer(q[2], t1) }) // parked URLs are not "queued"
+	template := Result{ErrorClass: "breaker_open", Error: "host failing", FetchedAt: t0, URL: "ignored"}
+	got := commit(t, db, func(b *Batch) {
+		b.FailHost("a.com", template)
+		b.FailHost("idle.com", template)
+	})
+	if want := map[string]int{"a.com": 2, "idle.com": 0}; !reflect.DeepEqual(got.FailedHosts, want) {
+		t.Fatalf("FailedHosts = %v, want %v", got.FailedHosts, want)
+	}
+	s := takeSnapshot(t, db)
+	for _, it := range q[:2] {
+		want := template
+		want.URL, want.FinalURL, want.Host, want.Depth, want.Attempts = it.URL, it.URL, it.Host, it.Depth, it.Attempts
+		if r := s.Results[it.Hash]; r != want {
+			t.Fatalf("result of %s = %+v, want %+v", it.URL, r, want)
+		}
+	}
+	if len(s.Results) != 2 {
+		t.Fatalf("%d results stored, want 2", len(s.Results))
+	}
+	if got := urls(loadAll(t, db, "a.com")); len(got) != 0 {
+		t.Fatalf("a.com still queued: %v", got)
+	}
+	for _, it := range []Item{p1, b1} {
+		if got := urls(loadAll(t, db, it.Host)); !reflect.DeepEqual(got, []string{it.URL}) {
+			t.Fatalf("queue of %s = %v, want only %s", it.Host, got, it.URL)
+		}
+	}
+	if want := (Counts{Seen: 5, Queued: 2, Deferred: 1, Failed: 2}); s.Counts != want {
+		t.Fatalf("Counts = %+v, want %+v", s.Counts, want)
+	}
+	if want := (HostCounts{Deferred: 1, Failed: 2}); s.Hosts["a.com"] != want {
+		t.Fatalf("counts of a.com = %+v, want %+v", s.Hosts["a.com"], want)
+	}
+}
+
+func TestRequeueFailed(t *testing.T) {
+	db := openTestDB(t)
+	q := enqueue(t, db, item("a.com", "/1"), item("a.com", "/2"), item("b.com", "/3"), item("b.com", "/4"))
+	q[2].Depth = 3 // as the result records it
+	commit(t, db, func(b *Batch) {
+		b.Complete(q[0], timeout(q[0]))
+		b.Complete(q[1], ok200(q[1]))
+		r := failed(q[2], "http_5xx")
+		r.Depth = 3
+		b.Complete(q[2], r)
+	})
+	n, err := db.RequeueFailed()
+	if err != nil || n != 2 {
+		t.Fatalf("RequeueFailed() = %d, %v; want 2", n, err)
+	}
+	if got, want := urls(loadAll(t, db, "a.com")), []string{q[0].URL}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("a.com queue = %v, want %v", got, want)
+	}
+	b := loadAll(t, db, "b.com")
+	if got, want := urls(b), []string{q[3].URL, q[2].URL}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("b.com queue = %v, want %v", got, want)
+	}
+	if b[1].Hash != q[2].Hash || b[1].Depth != 3 {
+		t.Fatalf("requeued item = %+v, want hash and depth of %+v", b[1], q[2])
+	}
+	if want := (Counts{Seen: 4, Queued: 3, Fetched: 1, Failed: 2}); mustCounts(t, db) != want {
+		t.Fatalf("Counts = %+v, want %+v", mustCounts(t, db), want)
+	}
+	commit(t, db, func(bt *Batch) { bt.Complete(b[1], ok200(b[1])) })
+	if want := (Counts{Seen: 4, Queued: 2, Fetched: 2, Failed: 1}); mustCounts(t, db) != want {
+		t.Fatalf("Counts after refetch = %+v, want %+v", mustCounts(t, db), want)
+	}
+}
+
+// A resumed run that asks for failed URLs again (say, after an interrupted
+// --retry-failed run) must not queue a URL that is already waiting.
+func TestRequeueFailedTwiceQueuesOnce(t *testing.T) {
+	db := openTestDB(t)
+	it := enqueue(t, db, item("a.com", "/1"))[0]
+	commit(t, db, func(b *Batch) { b.Complete(it, timeout(it)) })
+	for range 2 {
+		if _, err := db.RequeueFailed(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := urls(loadAll(t, db, "a.com")); len(got) != 1 {
+		t.Fatalf("a.com queue = %v, want the failed URL once", got)
+	}
+}
+
+func TestRobotsRoundTrip(t *testing.T) {
+	db := openTestDB(t)
+	if _, err := db.Robots("a.com"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Robots of unknown host: err = %v, want ErrNotFound", err)
+	}
+	commit(t, db, func(b *Batch) {
+		b.PutRobots("a.com", []byte("old"))
+		b.PutRobots("a.com:8080", []byte("other port"))
+	})
+	commit(t, db, func(b *Batch) { b.PutRobots("a.com", []byte("User-agent: *\nDisallow: /x\n")) })
+	for host, want := range map[string]string{"a.com": "User-agent: *\nDisallow: /x\n", "a.com:8080": "other port"} {
+		got, err := db.Robots(host)
+		if err != nil || string(got) != want {
+			t.Fatalf("Robots(%q) = %q, %v; want %q", host, got, err, want)
+		}
+	}
+	got, _ := db.Robots("a.com")
+	got[0] = 'X' // the caller owns the copy
+	if again, _ := db.Robots("a.com"); again[0] != 'U' {
+		t.Fatalf("Robots returned bytes aliasing the file")
+	}
+}
+
+func TestBreakers(t *testing.T) {
+	db := openTestDB(t)
+	commit(t, db, func(b *Batch) {
+		b.PutBreaker("c.com", []byte("c1"))
+		b.PutBreaker("a.com", []byte("a1"))
+		b.PutBreaker("b.com", []byte("b1"))
+	})
+	commit(t, db, func(b *Batch) {
+		b.PutBreaker("a.com", []byte("a2"))
+		b.DeleteBreaker("b.com")
+		b.DeleteBreaker("never.com")
+	})
+	var got []string
+	err := db.ForEachBreaker(func(host string, data []byte) error {
+		got = append(got, host+"="+string(data))
+		return nil
+	})
+	if want := []string{"a.com=a2", "c.com=c1"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("ForEachBreaker = %v, %v; want %v", got, err, want)
+	}
+	stop := errors.New("stop")
+	if err := db.ForEachBreaker(func(string, []byte) error { return stop }); !errors.Is(err, stop) {
+		t.Fatalf("ForEachBreaker did not pass fn's error through: %v", err)
+	}
+}
+
+func TestTransitionsAndCasesKeepOrder(t *testing.T) {
+	db := openTestDB(t)
+	// More than 255 entries so a byte-wise key order that is not numeric would show.
+	var want []string
+	for i := range 300 {
+		want = append(want, string(rune('a'+i%26))+string(rune('0'+i%10)))
+	}
+	commit(t, db, func(b *Batch) {
+		for _, s := range want[:200] {
+			b.AppendTransition([]byte(s))
+			b.AppendCase([]byte("case " + s))
+		}
+	})
+	commit(t, db, func(b *Batch) {
+		for _, s := range want[200:] {
+			b.AppendTransition([]byte(s))
+			b.AppendCase([]byte("case " + s))
+		}
+	})
+	var trans, cases []string
+	if err := db.ForEachTransition(func(d []byte) error { trans = append(trans, string(d)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.ForEachCase(func(d []byte) error { cases = append(cases, string(d)[len("case "):]); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(trans, want) || !reflect.DeepEqual(cases, want) {
+		t.Fatalf("log order lost:\ntransitions %v\ncases       %v\nwant        %v", trans, cases, want)
+	}
+}
+
+func TestSettings(t *testing.T) {
+	db := openTestDB(t)
+	if _, err := db.Settings(); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Settings of a new file: err = %v, want ErrNotFound", err)
+	}
+	for _, want := range []string{`{"seeds":["http://a.com/"]}`, `{"seeds":[]}`} {
+		if err := db.PutSettings([]byte(want)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.Settings()
+		if err != nil || string(got) != want {
+			t.Fatalf("Settings() = %q, %v; want %q", got, err, want)
+		}
+	}
+}

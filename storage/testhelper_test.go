@@ -1,0 +1,289 @@
+package storage
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// tb is the part of testing.TB that *rapid.T also has, so the helpers serve
+// both plain and property tests.
+type tb interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+}
+
+// A ladder of fixed times for deferral tests.
+var (
+	t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	t1 = t0.Add(1 * time.Second)
+	t2 = t0.Add(2 * time.Second)
+	t3 = t0.Add(3 * time.Second)
+	t4 = t0.Add(4 * time.Second)
+)
+
+// openTestDB opens a fresh database in a temporary directory. Cleanup checks
+// the file's consistency and invariants (if the test left it open) and closes it.
+func openTestDB(t testing.TB) *DB {
+	t.Helper()
+	return openAt(t, filepath.Join(t.TempDir(), "crawl.db"), nil)
+}
+
+// openAt opens the database at path and arranges for it to be checked and closed.
+func openAt(t tb, path string, opts *Options) *DB {
+	t.Helper()
+	db, err := Open(path, opts)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	t.Cleanup(func() {
+		if isOpen(db) {
+			checkInvariants(t, db)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	})
+	return db
+}
+
+func isOpen(db *DB) bool {
+	err := db.bolt.View(func(*bolt.Tx) error { return nil })
+	return !errors.Is(err, bolterrors.ErrDatabaseNotOpen)
+}
+
+// item returns an Item of host whose URL (and so hash) is derived from path.
+func item(host, path string) Item {
+	u := "http://" + host + path
+	return Item{Host: host, URL: u, Hash: HashOf(u)}
+}
+
+func fetched(it Item, status int) *Result {
+	return &Result{URL: it.URL, FinalURL: it.URL, Host: it.Host, Status: status, Depth: it.Depth, FetchedAt: t0}
+}
+
+func failed(it Item, class string) *Result {
+	return &Result{URL: it.URL, FinalURL: it.URL, Host: it.Host, ErrorClass: class, Error: class + " error", FetchedAt: t0}
+}
+
+// commit applies the ops fill adds to one batch and fails the test on error.
+func commit(t tb, db *DB, fill func(b *Batch)) *Committed {
+	t.Helper()
+	var b Batch
+	fill(&b)
+	c, err := db.Commit(&b)
+	if err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	return c
+}
+
+// enqueue adds items in one batch and returns them with their Seq set.
+func enqueue(t tb, db *DB, items ...Item) []Item {
+	t.Helper()
+	c := commit(t, db, func(b *Batch) {
+		for _, it := range items {
+			b.Add(it)
+		}
+	})
+	return c.Added
+}
+
+func mustCounts(t tb, db *DB) Counts {
+	t.Helper()
+	c, err := db.Counts()
+	if err != nil {
+		t.Fatalf("Counts: %v", err)
+	}
+	return c
+}
+
+func hostCounts(t tb, db *DB) map[string]HostCounts {
+	t.Helper()
+	out := make(map[string]HostCounts)
+	err := db.ForEachHost(func(host string, c HostCounts) error {
+		out[host] = c
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("ForEachHost: %v", err)
+	}
+	return out
+}
+
+func loadAll(t tb, db *DB, host string) []Item {
+	t.Helper()
+	items, err := db.LoadQueued(host, 0, 1<<30)
+	if err != nil {
+		t.Fatalf("LoadQueued(%s): %v", host, err)
+	}
+	return items
+}
+
+// deferredEntry is one record of the deferred bucket, decoded.
+type deferredEntry struct {
+	Due  int64
+	Item Item
+}
+
+// snapshot is everything a batch can change, read raw from the buckets.
+type snapshot struct {
+	Counts   Counts
+	Hosts    map[string]HostCounts
+	Seen     map[Hash]bool
+	Queue    []Item          // in key order: host, then FIFO
+	Deferred []deferredEntry // in due order
+	Results  map[Hash]Result
+	Robots   map[string]string
+	Breakers map[string]string
+	Trans    []string
+}
+
+func takeSnapshot(t tb, db *DB) snapshot {
+	t.Helper()
+	s := snapshot{Hosts: hostCounts(t, db), Seen: map[Hash]bool{}, Results: map[Hash]Result{},
+		Robots: map[string]string{}, Breakers: map[string]string{}}
+	s.Counts = mustCounts(t, db)
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		if err := readSnapshot(tx, &s); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketTransitions).ForEach(func(_, v []byte) error {
+			s.Trans = append(s.Trans, string(v))
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	return s
+}
+
+func readSnapshot(tx *bolt.Tx, s *snapshot) error {
+	_ = tx.Bucket(bucketSeen).ForEach(func(k, _ []byte) error {
+		s.Seen[Hash(k)] = true
+		return nil
+	})
+	_ = tx.Bucket(bucketRobots).ForEach(func(k, v []byte) error {
+		s.Robots[string(k)] = string(v)
+		return nil
+	})
+	_ = tx.Bucket(bucketBreakers).ForEach(func(k, v []byte) error {
+		s.Breakers[string(k)] = string(v)
+		return nil
+	})
+	err := tx.Bucket(bucketQueue).ForEach(func(k, v []byte) error {
+		it, err := decodeItem("queue", k, v)
+		if string(queueKey(it.Host, it.Seq)) != string(k) {
+			return fmt.Errorf("queue key %x does not match item %s seq %d", k, it.Host, it.Seq)
+		}
+		s.Queue = append(s.Queue, it)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	err = tx.Bucket(bucketDeferred).ForEach(func(k, v []byte) error {
+		it, err := decodeItem("deferred", k, v)
+		s.Deferred = append(s.Deferred, deferredEntry{Due: int64(beUint64(k[:8])), Item: it})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucketResults).ForEach(func(k, v []byte) error {
+		var r Result
+		if err := json.Unmarshal(v, &r); err != nil {
+			return err
+		}
+		s.Results[Hash(k)] = r
+		return nil
+	})
+}
+
+// checkInvariants verifies what doc.go promises: the stored counters equal
+// what the buckets hold, per host and in total, every queued or deferred
+// hash is in seen, and no hash is both queued and deferred (or twice in either).
+func checkInvariants(t tb, db *DB) {
+	t.Helper()
+	checkBolt(t, db)
+	s := takeSnapshot(t, db)
+	var want Counts
+	hosts := map[string]HostCounts{}
+	where := map[Hash]string{}
+	place := func(h Hash, bucket string) {
+		if prev, dup := where[h]; dup {
+			t.Fatalf("hash %x is in %s and in %s", h, prev, bucket)
+		}
+		where[h] = bucket
+		if !s.Seen[h] {
+			t.Fatalf("hash %x is in %s but not in seen", h, bucket)
+		}
+	}
+	for _, it := range s.Queue {
+		place(it.Hash, "queue")
+		hc := hosts[it.Host]
+		hc.Queued++
+		hosts[it.Host] = hc
+		want.Queued++
+	}
+	for _, d := range s.Deferred {
+		place(d.Item.Hash, "deferred")
+		hc := hosts[d.Item.Host]
+		hc.Deferred++
+		hosts[d.Item.Host] = hc
+		want.Deferred++
+	}
+	for _, r := range s.Results {
+		hc := hosts[r.Host]
+		if r.Failed() {
+			hc.Failed++
+			want.Failed++
+		} else {
+			hc.Fetched++
+			want.Fetched++
+		}
+		hosts[r.Host] = hc
+	}
+	want.Seen = int64(len(s.Seen))
+	if s.Counts != want {
+		t.Fatalf("stored Counts = %+v, buckets hold %+v", s.Counts, want)
+	}
+	for host, got := range s.Hosts {
+		if got != hosts[host] {
+			t.Fatalf("stored counts of host %q = %+v, buckets hold %+v", host, got, hosts[host])
+		}
+	}
+	for host, w := range hosts {
+		if _, ok := s.Hosts[host]; !ok && w != (HostCounts{}) {
+			t.Fatalf("host %q has no stored counts, buckets hold %+v", host, w)
+		}
+	}
+}
+
+// checkBolt runs bbolt's own page-level consistency check.
+func checkBolt(t tb, db *DB) {
+	t.Helper()
+	var errs []error
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			errs = append(errs, err)
+		}
+		return nil
+	})
+	if err != nil || len(errs) > 0 {
+		t.Fatalf("bbolt check: %v %v", err, errs)
+	}
+}
