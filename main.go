@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+
+	"breakwater/crawl"
 )
 
 // Exit codes.
@@ -124,3 +126,5 @@ func parseFlags(fs *pflag.FlagSet, args []string) error {
 	}
 	return nil
 }
+
+const version = crawl.Version

@@ -153,8 +153,9 @@ func (r *Registry) admitProbe(host string, e *entry, d *Decision, now time.Time)
 	d.Ticket = Ticket{Host: host, Generation: e.b.Generation, Probe: true, At: now}
 }
 
-// Report applies the outcome of a request admitted with t. Outcomes from
-// another generation are ignored (see the package doc), except Refused.
+// Report applies the outcome of a request admitted with t, unless t is
+// stale (see "Stale tickets" in the package doc; Refused always counts),
+// and frees the probe gate if t holds it.
 func (r *Registry) Report(t Ticket, c Class, detail string, now time.Time) {
 	if r.cfg.Disabled {
 		return
@@ -199,7 +200,7 @@ func (e *entry) accepts(t Ticket) bool {
 	case HalfOpen:
 		return t.Probe && t.Generation == e.b.Generation
 	case Closed:
-		return true
+		return !t.Probe
 	}
 	return false
 }
@@ -327,7 +328,8 @@ func (r *Registry) Load(host string, b Breaker) {
 // TakeDirty returns the hosts whose breaker changed since the last call
 // (with their current state) and the hosts whose entry was evicted (now
 // closed and clean: delete them from the store), and clears both sets.
-// Both results are nil when nothing changed; removed is sorted.
+// Both results are nil when nothing changed; removed is sorted. Until it is
+// called the sets hold at most one name per host that had trouble.
 func (r *Registry) TakeDirty() (changed map[string]Breaker, removed []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -321,6 +322,19 @@ func TestRegistryEvictionStaleTickets(t *testing.T) {
 	wantState(t, r, host, Closed, NoHold)
 }
 
+func TestRegistryLateProbeIgnoredWhenClosed(t *testing.T) {
+	rest, pt := time.Minute, 10*time.Second
+	r, _ := newReg(t, Config{Threshold: 3, Rest: rest, ProbeTimeout: pt, Probes: 1})
+	openHost(t, r, host, t0)
+	lost := mustAdmit(t, r, host, at(rest))
+	outcome(t, r, host, OK, at(rest+pt)) // a second probe closes the host
+	outcome(t, r, host, Transient, at(rest+pt))
+	outcome(t, r, host, Transient, at(rest+pt))
+	r.Report(lost, OK, "", at(rest+pt))
+	outcome(t, r, host, Transient, at(rest+pt))
+	wantState(t, r, host, Open, NoHold)
+}
+
 func TestRegistryProbeGateConcurrent(t *testing.T) {
 	r, _ := newReg(t, Config{Threshold: 1, Rest: time.Minute})
 	outcome(t, r, host, Transient, t0)
@@ -492,7 +506,7 @@ func TestRegistryTransitions(t *testing.T) {
 		{At: at(time.Minute + 1), Host: host, From: Open, To: HalfOpen, Generation: 3},
 		{At: at(time.Minute + 2), Host: host, From: HalfOpen, To: Closed, Class: OK, Detail: "200", Generation: 4},
 	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
+	if !slices.Equal(got, want) {
 		t.Fatalf("transitions:\n got %+v\nwant %+v", got, want)
 	}
 }

@@ -158,20 +158,9 @@ func lowerASCIIBytes(s []byte) []byte {
 // excerpt returns up to maxExcerpt bytes of s centred on the match at
 // [i, i+n), as valid UTF-8 with runs of whitespace collapsed.
 func excerpt(s string, i, n int) string {
-	start := max(0, i-(maxExcerpt-n)/2)
+	start := max(0, i-max(0, maxExcerpt-n)/2) // a token longer than the window starts it
 	end := min(len(s), start+maxExcerpt)
-	// Step inside rune boundaries so no character is cut in half.
-	for start < end && start > 0 && !isRuneStart(s[start]) {
-		start++
-	}
-	for end > start && end < len(s) && !isRuneStart(s[end]) {
-		end--
-	}
-	text := strings.Join(strings.Fields(strings.ToValidUTF8(s[start:end], "")), " ")
-	if len(text) > maxExcerpt { // a token longer than the window
-		text = strings.ToValidUTF8(text[:maxExcerpt], "")
-	}
-	return text
+	// A character cut in half at either edge is dropped by ToValidUTF8, and
+	// collapsing whitespace only shortens: the result stays within the cap.
+	return strings.Join(strings.Fields(strings.ToValidUTF8(s[start:end], "")), " ")
 }
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -25,6 +25,11 @@ func (e *Engine) process(l *frontier.Lease) {
 	if !ok {
 		return
 	}
+	if need == needRobots {
+		// This worker holds the host's robots.txt fetch until the lease ends,
+		// whichever stage ends it.
+		defer e.robotsDone(hs)
+	}
 	ticket, ok := e.admit(l, now)
 	if !ok {
 		return
@@ -174,9 +179,6 @@ func (e *Engine) fetchRobots(l *frontier.Lease, hs *hostState, t breaker.Ticket)
 	}
 	rules, err := robots.Fetch(e.fetchCtx, get, scheme, l.Item.Host, e.opts.Now())
 	now := e.opts.Now()
-	hs.mu.Lock()
-	hs.robotsFetching = false
-	hs.mu.Unlock()
 	if e.fetchCtx.Err() != nil {
 		e.notAttempted(t, now)
 		e.front.Release(l)
@@ -204,6 +206,12 @@ func (e *Engine) fetchRobots(l *frontier.Lease, hs *hostState, t breaker.Ticket)
 		verdict.Detail = err.Error()
 		e.retryOrFail(l, verdict, last, now)
 	}
+}
+
+func (e *Engine) robotsDone(hs *hostState) {
+	hs.mu.Lock()
+	hs.robotsFetching = false
+	hs.mu.Unlock()
 }
 
 func (e *Engine) storeRobots(host string, hs *hostState, r *robots.Rules, now time.Time) {

@@ -76,11 +76,52 @@ func Resolve(base, ref string) (string, error) {
 		}
 		return requestable(ref, u)
 	}
-	u, err := resolveRef(base, ref)
+	b, err := ParseBaseURL(base)
 	if err != nil {
-		return "", fmt.Errorf("resolve %q against %q: %w", shorten(ref), shorten(base), err)
+		return "", fmt.Errorf("resolve %q: %w", shorten(ref), err)
+	}
+	return b.Resolve(ref)
+}
+
+// BaseURL is a parsed base URL, for resolving many references against one
+// base (every link of a page) without parsing it again each time. It is not
+// safe for concurrent use.
+type BaseURL struct {
+	raw string
+	u   *url.Url
+}
+
+// ParseBaseURL parses an absolute http(s) base URL.
+func ParseBaseURL(raw string) (*BaseURL, error) {
+	u, err := parseHTTP(resolveParse, raw)
+	if err != nil {
+		return nil, fmt.Errorf("base %q: %w", shorten(raw), err)
+	}
+	return &BaseURL{raw: raw, u: u}, nil
+}
+
+// Resolve is the package-level Resolve with this base.
+func (b *BaseURL) Resolve(ref string) (string, error) {
+	u, err := b.resolve(ref)
+	if err != nil {
+		return "", fmt.Errorf("resolve %q against %q: %w", shorten(ref), shorten(b.raw), err)
 	}
 	return requestable(ref, u)
+}
+
+// The parser clones the base for every reference, so reusing it is safe.
+func (b *BaseURL) resolve(ref string) (*url.Url, error) {
+	if len(ref) > MaxURLLength {
+		return nil, ErrURLTooLong
+	}
+	u, err := b.u.Parse(ref)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkScheme(u); err != nil {
+		return nil, err
+	}
+	return u, nil
 }
 
 // requestable renders u without its fragment and checks that net/http can
@@ -108,24 +149,6 @@ func HostKey(rawURL string) (string, error) {
 	}
 	// The parser has already dropped a default port, so Host is the key.
 	return u.Host(), nil
-}
-
-func resolveRef(base, ref string) (*url.Url, error) {
-	if len(ref) > MaxURLLength {
-		return nil, ErrURLTooLong
-	}
-	b, err := parseHTTP(resolveParse, base)
-	if err != nil {
-		return nil, fmt.Errorf("base: %w", err)
-	}
-	u, err := b.Parse(ref)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkScheme(u); err != nil {
-		return nil, err
-	}
-	return u, nil
 }
 
 // parseHTTP parses an absolute URL and insists on http or https.
@@ -158,7 +181,8 @@ func checkScheme(u *url.Url) error {
 // the ones that encode an unreserved character. Decoding anything else could
 // change the meaning (%2F is not /, %3F is not ?), so it is left alone. The
 // parser has already resolved escaped dot segments (%2e%2e), so decoding "."
-// cannot create new ones.
+// cannot create new ones; completesStrayEscape stops decoding from creating
+// new escapes.
 func normalizePercent(s string) string {
 	if !strings.Contains(s, "%") {
 		return s
@@ -172,7 +196,7 @@ func normalizePercent(s string) string {
 			continue
 		}
 		v := unhex(s[i+1])<<4 | unhex(s[i+2])
-		if isUnreserved(v) {
+		if isUnreserved(v) && !completesStrayEscape(b.String(), v) {
 			b.WriteByte(v)
 		} else {
 			b.WriteByte('%')
@@ -182,6 +206,19 @@ func normalizePercent(s string) string {
 		i += 2
 	}
 	return b.String()
+}
+
+// completesStrayEscape reports whether writing c after out would turn a
+// stray "%" or "%X" already in out into a new escape ("%7%41" must not become
+// "%7A"), which the next pass would decode: that would break idempotence.
+// Every escape this package writes is complete, so a "%" one or two bytes
+// from the end is always a stray one.
+func completesStrayEscape(out string, c byte) bool {
+	if !isHex(c) {
+		return false
+	}
+	n := len(out)
+	return n >= 1 && out[n-1] == '%' || n >= 2 && out[n-2] == '%' && isHex(out[n-1])
 }
 
 func isHex(c byte) bool {

@@ -32,6 +32,9 @@ func TestCanonicalize(t *testing.T) {
 		{"utf-8 escapes upper-cased", "http://example.com/caf%c3%a9", "http://example.com/caf%C3%A9"},
 		{"raw utf-8 encoded", "http://example.com/café", "http://example.com/caf%C3%A9"},
 		{"stray percent kept", "http://example.com/100%", "http://example.com/100%"},
+		{"decoding must not complete a stray %X", "http://example.com/%7%41", "http://example.com/%7%41"},
+		{"decoding must not complete a stray %", "http://example.com/%%41%42", "http://example.com/%%41B"},
+		{"stray percent then non-hex decoded", "http://example.com/%%7e", "http://example.com/%~"},
 		{"empty query removed", "http://example.com/a?", "http://example.com/a"},
 		{"empty query and fragment", "http://example.com/a?#x", "http://example.com/a"},
 		{"query order kept", "http://example.com/?b=2&a=1", "http://example.com/?b=2&a=1"},
@@ -160,6 +163,31 @@ func TestResolveErrors(t *testing.T) {
 	}
 }
 
+func TestBaseURLReuse(t *testing.T) {
+	const raw = "http://example.com/a/b/c?q=1"
+	b, err := ParseBaseURL(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each reference would corrupt a base shared by pointer: a shortened
+	// path, a replaced query, a new host.
+	refs := []string{"../../x", "?z", "//other.example/p", "d", "", "#f", "/abs", "e/./f/../g"}
+	for range 2 {
+		for _, ref := range refs {
+			want, err := Resolve(raw, ref)
+			if err != nil {
+				t.Fatalf("Resolve(%q): %v", ref, err)
+			}
+			if got, err := b.Resolve(ref); err != nil || got != want {
+				t.Errorf("BaseURL.Resolve(%q) = %q, %v; want %q", ref, got, err, want)
+			}
+		}
+	}
+	if _, err := ParseBaseURL("mailto:a@example.com"); !errors.Is(err, ErrUnsupportedScheme) {
+		t.Errorf("ParseBaseURL(mailto) err = %v, want ErrUnsupportedScheme", err)
+	}
+}
+
 func TestHostKey(t *testing.T) {
 	tests := []struct {
 		in, want string
@@ -193,6 +221,7 @@ func FuzzCanonicalize(f *testing.F) {
 	for _, s := range []string{
 		"http://example.com/", "HTTP://Ex.COM:80/a/./b/../c?#f", "https://bücher.example/%7e%2f",
 		"http://[::1]:8080/?", "http://a/%2e%2E/%zz%", "http://0x7f.1/%41", "http:\\\\a\\b?x=%e2%82",
+		"http:0/%7%41", "http://a/%%41%42",
 	} {
 		f.Add(s)
 	}

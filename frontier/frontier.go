@@ -85,11 +85,16 @@ type Frontier struct {
 func Open(db *storage.DB, opts Options) (*Frontier, error) {
 	opts = opts.withDefaults()
 	f := &Frontier{db: db, opts: opts, hosts: make(map[string]*hostQueue), wake: make(chan struct{})}
+	// The writer exists before the first refill starts: a failing refill
+	// reports to it, and refills run concurrently with this loop, hence the lock.
+	f.writer = newWriter(f)
 	err := db.ForEachHost(func(host string, c storage.HostCounts) error {
 		if c.Queued > 0 {
+			f.mu.Lock()
 			h := f.host(host)
 			h.backlog = int(c.Queued)
 			f.refillLocked(h)
+			f.mu.Unlock()
 		}
 		return nil
 	})
@@ -100,7 +105,6 @@ func Open(db *storage.DB, opts Options) (*Frontier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open frontier: %w", err)
 	}
-	f.writer = newWriter(f)
 	if hasDue {
 		f.writer.nextDue = time.Unix(0, nextDue)
 	}

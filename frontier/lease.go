@@ -31,33 +31,40 @@ func (f *Frontier) Started(l *Lease, next time.Time) {
 		h.readyAt = next
 	}
 	f.updateLocked(h)
+	f.broadcastLocked() // a waiting Next may now take the host or must re-time its wait
 }
 
 // Complete ends a lease with its result and the URLs it discovered; the
 // queue entry is deleted in the same commit that stores the result.
 func (f *Frontier) Complete(l *Lease, r *storage.Result, discovered []storage.Item) error {
-	f.finish(l)
 	it := l.Item
-	return f.writer.submit(func(b *storage.Batch) {
+	err := f.writer.submit(func(b *storage.Batch) {
 		b.Complete(it, r)
 		for _, d := range discovered {
 			b.Add(d)
 		}
 	})
+	f.finish(l)
+	return err
 }
 
 // Defer ends a lease by parking its URL until due, with the item as given
 // (the caller updates Attempts when the URL was attempted).
 func (f *Frontier) Defer(l *Lease, it storage.Item, due time.Time) error {
+	err := f.writer.submit(func(b *storage.Batch) { b.Defer(it, due) })
 	f.finish(l)
-	return f.writer.submit(func(b *storage.Batch) { b.Defer(it, due) })
+	return err
 }
 
+// finish ends a lease after its write was submitted: ending it first would
+// let a concurrent Next see nothing leased and nothing pending, and report
+// ErrExhausted while the lease's discovered URLs are on their way.
 func (f *Frontier) finish(l *Lease) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.endLocked(l) {
 		f.updateLocked(l.host)
+		f.broadcastLocked() // the write may have committed already
 	}
 }
 

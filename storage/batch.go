@@ -249,7 +249,7 @@ func (w *batchWriter) deferItem(it Item, due time.Time) error {
 	if ok, err := w.dequeue(it); err != nil || !ok {
 		return err
 	}
-	if err := w.deferred.Put(deferredKey(due.UnixNano(), it.Seq), it.marshal()); err != nil {
+	if err := w.deferred.Put(deferredKey(max(due.UnixNano(), 0), it.Seq), it.marshal()); err != nil {
 		return err
 	}
 	w.counts.Deferred++

@@ -126,7 +126,7 @@ func TestComplete(t *testing.T) {
 	}
 }
 
-func ok200(it Item) *Result  { return fetched(it, 200) }
+func ok200(it Item) *Result   { return fetched(it, 200) }
 func timeout(it Item) *Result { return failed(it, "timeout") }
 
 // A second Complete of the same item (a stale lease, say) replaces the result
@@ -171,7 +171,7 @@ func TestDeferAndPromote(t *testing.T) {
 		wantNext  time.Time // zero: nothing left
 	}{
 		{t0, 10, nil, t1},
-		{t2, 1, []Item{b}, t2}, // the limit takes the earliest first
+		{t2, 1, []Item{b}, t2},  // the limit takes the earliest first
 		{t2, 10, []Item{c}, t3}, // due == now is due
 		{t4, 10, []Item{a}, time.Time{}},
 		{t4, 10, nil, time.Time{}},
@@ -454,5 +454,20 @@ func TestSettings(t *testing.T) {
 		if err != nil || string(got) != want {
 			t.Fatalf("Settings() = %q, %v; want %q", got, err, want)
 		}
+	}
+}
+
+// A due time before 1970 (the zero time.Time, say) must mean "due now", not
+// a key that sorts after every real time and is never promoted.
+func TestDeferBeforeEpochIsDue(t *testing.T) {
+	db := openTestDB(t)
+	q := enqueue(t, db, item("a.com", "/zero"), item("a.com", "/old"))
+	commit(t, db, func(b *Batch) {
+		b.Defer(q[0], time.Time{})
+		b.Defer(q[1], time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC))
+	})
+	got := commit(t, db, func(b *Batch) { b.Promote(t0, 10) })
+	if len(got.Added) != 2 || !got.NextDue.IsZero() {
+		t.Fatalf("Promote(t0) Added %v, NextDue %v; want both promoted and nothing left", urls(got.Added), got.NextDue)
 	}
 }

@@ -79,33 +79,64 @@ func (db *DB) ForEachResult(fn func(r *Result) error) error {
 }
 
 // RequeueFailed puts every URL whose result is a failure back in the queue,
-// keeping its result until it is fetched again. It returns how many.
+// keeping its result until it is fetched again. A URL already queued or
+// deferred (say, by an interrupted earlier --retry-failed run) is left as
+// it is. It returns how many URLs were requeued.
 func (db *DB) RequeueFailed() (int, error) {
-	var b Batch
-	err := db.bolt.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketResults).ForEach(func(k, v []byte) error {
+	n := 0
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		pending, err := pendingHashes(tx)
+		if err != nil {
+			return err
+		}
+		var failed []Item
+		err = tx.Bucket(bucketResults).ForEach(func(k, v []byte) error {
 			var r Result
 			if err := json.Unmarshal(v, &r); err != nil {
 				return fmt.Errorf("decode result %x: %w", k, err)
 			}
-			if r.Failed() {
-				it := Item{Host: r.Host, URL: r.URL, Depth: r.Depth}
-				copy(it.Hash[:], k)
-				b.Requeue(it)
+			var h Hash
+			copy(h[:], k)
+			if r.Failed() && !pending[h] {
+				failed = append(failed, Item{Host: r.Host, URL: r.URL, Hash: h, Depth: r.Depth})
 			}
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		w := newBatchWriter(tx, &Committed{})
+		for _, it := range failed {
+			if err := w.enqueue(it); err != nil {
+				return err
+			}
+		}
+		n = len(failed)
+		return w.finish()
 	})
 	if err != nil {
 		return 0, fmt.Errorf("requeue failed: %w", err)
 	}
-	if b.Len() == 0 {
-		return 0, nil
+	return n, nil
+}
+
+// pendingHashes is the set of URL hashes queued or deferred now.
+func pendingHashes(tx *bolt.Tx) (map[Hash]bool, error) {
+	set := make(map[Hash]bool)
+	for _, name := range [][]byte{bucketQueue, bucketDeferred} {
+		err := tx.Bucket(name).ForEach(func(k, v []byte) error {
+			it, err := decodeItem(string(name), k, v)
+			if err != nil {
+				return err
+			}
+			set[it.Hash] = true
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
-	if _, err := db.Commit(&b); err != nil {
-		return 0, fmt.Errorf("requeue failed: %w", err)
-	}
-	return b.Len(), nil
+	return set, nil
 }
 
 // get returns a copy of the value stored under key in one of the small

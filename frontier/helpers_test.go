@@ -1,0 +1,395 @@
+package frontier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"breakwater/storage"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package if a writer or refill goroutine outlives the tests.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// tb is the part of testing.TB that *rapid.T also has, so the helpers serve
+// plain tests, benchmarks and property tests.
+type tb interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Errorf(format string, args ...any)
+	Cleanup(func())
+}
+
+// harness owns one database file and the frontier open on it, and can close
+// and reopen both the way a restarted crawl would.
+type harness struct {
+	t    tb
+	path string
+	opts Options
+	db   *storage.DB
+	f    *Frontier
+}
+
+// newHarness opens a fresh database in dir (t.TempDir() for plain tests) and a
+// frontier on it. Cleanup closes whatever is still open.
+func newHarness(t tb, dir string, opts Options) *harness {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &harness{t: t, path: filepath.Join(dir, "crawl.db"), opts: opts}
+	h.open()
+	t.Cleanup(func() {
+		if h.f != nil {
+			h.close()
+		}
+	})
+	return h
+}
+
+func (h *harness) open() {
+	h.t.Helper()
+	db, err := storage.Open(h.path, nil)
+	if err != nil {
+		h.t.Fatalf("storage.Open: %v", err)
+	}
+	f, err := Open(db, h.opts)
+	if err != nil {
+		db.Close()
+		h.t.Fatalf("frontier.Open: %v", err)
+	}
+	h.db, h.f = db, f
+}
+
+// close shuts down cleanly: every submitted operation is committed, leases
+// still out stay queued in the file.
+func (h *harness) close() {
+	h.t.Helper()
+	f, db := h.f, h.db
+	h.f, h.db = nil, nil
+	if err := f.Close(); err != nil {
+		h.t.Errorf("Frontier.Close: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		h.t.Errorf("DB.Close: %v", err)
+	}
+}
+
+// crash loses whatever the writer had not committed yet: the file is closed
+// under the frontier, whose Close then only reaps its goroutine.
+func (h *harness) crash() {
+	h.t.Helper()
+	f, db := h.f, h.db
+	h.f, h.db = nil, nil
+	if err := db.Close(); err != nil {
+		h.t.Errorf("DB.Close: %v", err)
+	}
+	_ = f.Close() // may report the failed commit of the lost operations
+}
+
+func (h *harness) reopen() {
+	h.t.Helper()
+	h.close()
+	h.open()
+}
+
+func (h *harness) add(raws ...string) {
+	h.t.Helper()
+	items := make([]storage.Item, len(raws))
+	for i, raw := range raws {
+		items[i] = item(h.t, raw)
+	}
+	if err := h.f.Add(items...); err != nil {
+		h.t.Fatalf("Add: %v", err)
+	}
+}
+
+func (h *harness) counts() storage.Counts {
+	h.t.Helper()
+	c, err := h.db.Counts()
+	if err != nil {
+		h.t.Fatalf("Counts: %v", err)
+	}
+	return c
+}
+
+// queued lists the URLs of host still in the file's queue, in FIFO order.
+func (h *harness) queued(host string) []string {
+	h.t.Helper()
+	items, err := h.db.LoadQueued(host, 0, 1<<30)
+	if err != nil {
+		h.t.Fatalf("LoadQueued(%s): %v", host, err)
+	}
+	urls := make([]string, len(items))
+	for i, it := range items {
+		urls[i] = it.URL
+	}
+	return urls
+}
+
+// results maps each stored result's URL to it.
+func (h *harness) results() map[string]*storage.Result {
+	h.t.Helper()
+	out := make(map[string]*storage.Result)
+	err := h.db.ForEachResult(func(r *storage.Result) error {
+		out[r.URL] = r
+		return nil
+	})
+	if err != nil {
+		h.t.Fatalf("ForEachResult: %v", err)
+	}
+	return out
+}
+
+func item(t tb, raw string) storage.Item {
+	t.Helper()
+	it, err := NewItem(raw, 0, 0)
+	if err != nil {
+		t.Fatalf("NewItem(%q): %v", raw, err)
+	}
+	return it
+}
+
+func pageURL(host string, i int) string { return fmt.Sprintf("http://%s/p%d", host, i) }
+
+func pages(host string, n int) []string {
+	urls := make([]string, n)
+	for i := range urls {
+		urls[i] = pageURL(host, i)
+	}
+	return urls
+}
+
+func okResult(it storage.Item) *storage.Result {
+	return &storage.Result{URL: it.URL, FinalURL: it.URL, Host: it.Host, Status: 200, Depth: it.Depth}
+}
+
+// poll is a Next that never waits: it returns a lease, ErrExhausted, or
+// context.Canceled when Next would block.
+func poll(f *Frontier) (*Lease, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return f.Next(ctx)
+}
+
+func mustLease(t tb, f *Frontier) *Lease {
+	t.Helper()
+	l, err := poll(f)
+	if err != nil {
+		t.Fatalf("Next: %v, want a lease", err)
+	}
+	return l
+}
+
+func wantBlocked(t tb, f *Frontier) {
+	t.Helper()
+	l, err := poll(f)
+	if l != nil {
+		t.Fatalf("Next leased %s, want it to wait", l.Item.URL)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Next: %v, want it to wait (context.Canceled from the poll)", err)
+	}
+}
+
+func wantExhausted(t tb, f *Frontier) {
+	t.Helper()
+	l, err := poll(f)
+	if l != nil {
+		t.Fatalf("Next leased %s, want ErrExhausted", l.Item.URL)
+	}
+	if !errors.Is(err, ErrExhausted) {
+		t.Fatalf("Next: %v, want ErrExhausted", err)
+	}
+}
+
+func complete(t tb, f *Frontier, l *Lease, found ...storage.Item) {
+	t.Helper()
+	if err := f.Complete(l, okResult(l.Item), found); err != nil {
+		t.Fatalf("Complete(%s): %v", l.Item.URL, err)
+	}
+}
+
+// gate blocks the writer inside a batch until the returned func is called,
+// so a test can line up operations that must land in one commit.
+func gate(t tb, f *Frontier) (open func()) {
+	t.Helper()
+	ch := make(chan struct{})
+	if err := f.Submit(func(*storage.Batch) { <-ch }); err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	var once sync.Once
+	open = func() { once.Do(func() { close(ch) }) }
+	t.Cleanup(open)
+	return open
+}
+
+// asyncNext runs Next in a goroutine; the channel yields its outcome.
+type nextResult struct {
+	lease *Lease
+	err   error
+	at    time.Time
+}
+
+// Inside a bubble its wait is capped at a day of fake time, so a Next that
+// would wait forever fails the test instead of spinning through fake time.
+func asyncNext(ctx context.Context, f *Frontier) <-chan nextResult {
+	ch := make(chan nextResult, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, 24*time.Hour)
+		defer cancel()
+		l, err := f.Next(ctx)
+		ch <- nextResult{l, err, time.Now()}
+	}()
+	return ch
+}
+
+// fakeClock is a manual clock for Options.Now outside synctest bubbles.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// poolURL is one spelling of a URL the property test may add; several
+// spellings share a canonical form.
+type poolURL struct{ raw, canon, host string }
+
+// urlPool spells each of hosts x n pages three ways: as is, with a fragment,
+// and with an upper-case host.
+func urlPool(t tb, hosts []string, n int) []poolURL {
+	t.Helper()
+	var pool []poolURL
+	for _, host := range hosts {
+		for i := range n {
+			canon := pageURL(host, i)
+			for _, raw := range []string{canon, canon + "#frag", pageURL(strings.ToUpper(host), i)} {
+				if c, err := Canonicalize(raw); err != nil || c != canon {
+					t.Fatalf("Canonicalize(%q) = %q, %v; want %q", raw, c, err, canon)
+				}
+				pool = append(pool, poolURL{raw, canon, host})
+			}
+		}
+	}
+	return pool
+}
+
+// crawlModel is what the file and the scheduler should hold, keyed by
+// canonical URL.
+type crawlModel struct {
+	hostOf    map[string]string
+	seen      map[string]bool
+	results   map[string]bool
+	deferred  map[string]time.Time // due time
+	leases    map[string]*modelLease
+	notBefore map[string]time.Time // per host: latest Park or Started time
+}
+
+type modelLease struct {
+	l       *Lease
+	started bool
+}
+
+func newCrawlModel(pool []poolURL) *crawlModel {
+	m := &crawlModel{hostOf: map[string]string{}, seen: map[string]bool{}, results: map[string]bool{},
+		deferred: map[string]time.Time{}, leases: map[string]*modelLease{}, notBefore: map[string]time.Time{}}
+	for _, p := range pool {
+		m.hostOf[p.canon] = p.host
+	}
+	return m
+}
+
+// promote moves deferred URLs due by now back to the queue, as the writer
+// has done once every goroutine has settled.
+func (m *crawlModel) promote(now time.Time) {
+	for u, due := range m.deferred {
+		if !due.After(now) {
+			delete(m.deferred, u)
+		}
+	}
+}
+
+// queued is every URL in the file's queue: seen, without a result, not
+// deferred. Leased URLs are queued too.
+func (m *crawlModel) queued() map[string]bool {
+	q := map[string]bool{}
+	for u := range m.seen {
+		if _, deferred := m.deferred[u]; !deferred && !m.results[u] {
+			q[u] = true
+		}
+	}
+	return q
+}
+
+// offerable reports whether some queued URL belongs to a host with no lease
+// out (HostConcurrency 1) and no Park or Started time still ahead: Next must
+// not wait then.
+func (m *crawlModel) offerable(now time.Time) bool {
+	busy := map[string]bool{}
+	for u := range m.leases {
+		busy[m.hostOf[u]] = true
+	}
+	for u := range m.queued() {
+		if host := m.hostOf[u]; !busy[host] && !m.notBefore[host].After(now) {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *crawlModel) later(host string, at time.Time) {
+	if at.After(m.notBefore[host]) {
+		m.notBefore[host] = at
+	}
+}
+
+// forgetLeases is what a restart does: leases and readiness live in memory only.
+func (m *crawlModel) forgetLeases() {
+	clear(m.leases)
+	clear(m.notBefore)
+}
+
+// fileState reads the queue and results of hosts from the file by canonical
+// URL, failing on any URL held twice.
+func (h *harness) fileState(hosts []string) (queued, results map[string]bool) {
+	h.t.Helper()
+	queued, results = map[string]bool{}, map[string]bool{}
+	for _, host := range hosts {
+		for _, raw := range h.queued(host) {
+			c, err := Canonicalize(raw)
+			if err != nil || queued[c] {
+				h.t.Fatalf("queue holds %q twice or unparsable (%v)", raw, err)
+			}
+			queued[c] = true
+		}
+	}
+	for raw := range h.results() {
+		c, err := Canonicalize(raw)
+		if err != nil || results[c] || queued[c] {
+			h.t.Fatalf("result %q duplicated, unparsable or still queued (%v)", raw, err)
+		}
+		results[c] = true
+	}
+	return queued, results
+}
