@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"breakwater/control"
 	"breakwater/crawl"
 	"breakwater/storage"
 )
@@ -43,6 +44,16 @@ func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.AllowPrivate, "allow-private", o.AllowPrivate, "allow loopback, private and link-local addresses (local sites, tests)")
 	fs.DurationVar(&o.MaxDuration, "max-duration", o.MaxDuration, "stop cleanly after this long (0: no limit); exit code 3 if work is left")
 	fs.BoolVar(&o.RetryFailed, "retry-failed", o.RetryFailed, "put URLs recorded as failed back in the queue first")
+	fs.BoolVar(&o.BreakerEnabled, "breaker", o.BreakerEnabled, "per-host circuit breakers (--breaker=false for comparison runs)")
+	fs.IntVar(&o.Breaker.Threshold, "breaker-threshold", o.Breaker.Threshold, "consecutive failures that open a host's circuit")
+	fs.DurationVar(&o.Breaker.Rest, "breaker-rest", o.Breaker.Rest, "how long an open circuit rests before a probe")
+	fs.DurationVar(&o.Breaker.RestMax, "breaker-rest-max", o.Breaker.RestMax, "cap for the rest, doubled by each failed probe (default: --breaker-rest, i.e. no escalation)")
+	fs.IntVar(&o.Breaker.Probes, "breaker-probes", o.Breaker.Probes, "consecutive probe successes, one at a time, that close a circuit")
+	fs.DurationVar(&o.GiveUpAfter, "give-up-after", o.GiveUpAfter, "record a host's queued URLs as failed (host-down) once it has been open this long")
+	fs.IntVar(&o.Retries, "retries", o.Retries, "further attempts after a transient failure")
+	fs.DurationVar(&o.RetryBase, "retry-base", o.RetryBase, "first retry backoff (exponential, full jitter)")
+	fs.DurationVar(&o.RetryMax, "retry-max", o.RetryMax, "longest retry backoff and longest Retry-After honoured")
+	fs.Float64Var(&o.RetryBudget, "retry-budget", o.RetryBudget, "retries per host as a fraction of its first attempts over a minute (plus a few a minute)")
 	c.log.addFlags(fs)
 }
 
@@ -124,7 +135,16 @@ func crawlInto(ctx context.Context, opts crawl.Options, stdout io.Writer) error 
 	if err != nil {
 		return err
 	}
+	serveCtx, stopServing := context.WithCancel(ctx)
+	served, err := control.Serve(serveCtx, control.SocketPath(opts.DB), engine.Admin().Handle, opts.Logger)
+	if err != nil {
+		opts.Logger.Warn("control socket unavailable; status and pause work only after the crawl", "err", err)
+	}
 	sum, err := engine.Run(ctx)
+	stopServing()
+	if served != nil {
+		<-served
+	}
 	if err != nil {
 		return err
 	}

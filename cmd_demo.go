@@ -54,12 +54,30 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return oerr
 	}
 	defer db.Close()
-	st, serr := readStatus(db)
+	admin := crawl.NewOfflineAdmin(db)
+	st, serr := admin.Status()
 	if serr != nil {
 		return serr
 	}
 	fmt.Fprintln(stdout)
 	printStatus(stdout, st)
+	ts, terr := admin.Transitions("", time.Time{})
+	if terr != nil {
+		return terr
+	}
+	fmt.Fprintln(stdout, "\nbreaker transitions:")
+	printTransitions(stdout, ts)
+	cases, cerr := admin.Cases()
+	if cerr != nil {
+		return cerr
+	}
+	for _, c := range cases {
+		fmt.Fprintf(stdout, "\ncase: %s refused us by name (status %d at %s): %q\n  release it with: breakwater cases resolve %s --db %s\n",
+			c.Host, c.Status, c.URL, c.Excerpt, c.Host, *dbPath)
+	}
+	if err == errWorkLeft {
+		fmt.Fprintln(stdout, "\nthe crawl stopped with work left: the refusing host's URLs wait for a human (exit code 3).")
+	}
 	return err
 }
 
@@ -79,8 +97,8 @@ func demoOptions(dbPath string, site *demosite.Site) crawl.Options {
 	o.Delay = 100 * time.Millisecond
 	o.Timeout = 2 * time.Second
 	o.ConnectTimeout = time.Second
-	o.Breaker.Rest = 10 * time.Second
-	o.GiveUpAfter = 30 * time.Second
+	o.Breaker.Rest = 8 * time.Second
+	o.GiveUpAfter = 45 * time.Second
 	o.RetryBase = 500 * time.Millisecond
 	o.RetryMax = 5 * time.Second
 	return o

@@ -7,76 +7,50 @@ import (
 	"io"
 	"sort"
 
+	"breakwater/crawl"
 	"breakwater/storage"
 )
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("status", "status [flags]", stdout)
-	dbPath := fs.String("db", "breakwater.db", "database file")
+	dbPath := fs.String("db", "breakwater.db", "database file (a running crawl on it answers through its control socket)")
 	asJSON := fs.Bool("json", false, "print JSON instead of text")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	db, err := openExisting(*dbPath)
+	admin, done, err := openAdmin(*dbPath)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	st, err := readStatus(db)
+	defer done()
+	st, err := admin.Status()
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+		return writeJSON(stdout, st)
 	}
 	printStatus(stdout, st)
 	return nil
 }
 
-// status is what `breakwater status` shows.
-type status struct {
-	storage.Counts
-	Hosts        int            `json:"hosts"`
-	HostsQueued  int            `json:"hosts_with_queued"`
-	FailedByKind map[string]int `json:"failed_by_class"`
-	StatusCodes  map[int]int    `json:"status_codes"`
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
-func readStatus(db *storage.DB) (*status, error) {
-	c, err := db.Counts()
-	if err != nil {
-		return nil, err
+func printStatus(w io.Writer, st *crawl.Status) {
+	state := "not running"
+	if st.Running {
+		state = fmt.Sprintf("running, %d in flight", st.InFlight)
 	}
-	st := &status{Counts: c, FailedByKind: map[string]int{}, StatusCodes: map[int]int{}}
-	err = db.ForEachHost(func(_ string, hc storage.HostCounts) error {
-		st.Hosts++
-		if hc.Queued > 0 {
-			st.HostsQueued++
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	err = db.ForEachResult(func(r *storage.Result) error {
-		if r.Failed() {
-			st.FailedByKind[r.ErrorClass]++
-		}
-		st.StatusCodes[r.Status]++
-		return nil
-	})
-	return st, err
-}
-
-func printStatus(w io.Writer, st *status) {
-	fmt.Fprintf(w, "urls seen    %d\nqueued       %d\ndeferred     %d\nfetched      %d\nfailed       %d\nhosts        %d (%d with queued URLs)\n",
-		st.Seen, st.Queued, st.Deferred, st.Fetched, st.Failed, st.Hosts, st.HostsQueued)
-	if len(st.FailedByKind) > 0 {
+	fmt.Fprintf(w, "crawl        %s\nurls seen    %d\nqueued       %d\ndeferred     %d\nfetched      %d\nfailed       %d\nhosts        %d (%d with queued URLs)\n",
+		state, st.Seen, st.Queued, st.Deferred, st.Fetched, st.Failed, st.Hosts, st.HostsQueued)
+	if len(st.FailedByClass) > 0 {
 		fmt.Fprintln(w, "failures by class:")
-		for _, k := range sortedKeys(st.FailedByKind) {
-			fmt.Fprintf(w, "  %-20s %d\n", k, st.FailedByKind[k])
+		for _, k := range sortedKeys(st.FailedByClass) {
+			fmt.Fprintf(w, "  %-20s %d\n", k, st.FailedByClass[k])
 		}
 	}
 	if len(st.StatusCodes) > 0 {

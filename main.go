@@ -45,6 +45,11 @@ func commands() []command {
 		{"crawl", "crawl from seed URLs into a database file, or resume one", runCrawl},
 		{"status", "frontier counts, hosts, pages and failures", runStatus},
 		{"export", "write stored results (jsonl)", runExport},
+		{"hosts", "hosts with breaker state, counts and pace", runHosts},
+		{"transitions", "the log of breaker transitions", runTransitions},
+		{"cases", "refusals that name the crawler; 'cases resolve HOST' releases one", runCases},
+		{"pause", "hold a host open until unpaused (there is no force-close)", runPause},
+		{"unpause", "release a paused host to half-open", runUnpause},
 		{"demo", "serve a small local site and crawl it", runDemo},
 	}
 }

@@ -27,6 +27,7 @@ type Engine struct {
 	hosts    *hostTable
 	scope    *scope
 	token    string // product token: robots.txt group and refusal matching
+	seeds    []storage.Item
 	log      *slog.Logger
 
 	fetchCtx  context.Context // cancelled StopGrace after a stop: in-flight requests end
@@ -50,8 +51,8 @@ type settings struct {
 	Scope string   `json:"scope"`
 }
 
-// New prepares a crawl over db. It validates opts and loads what the file
-// knows (seeds, breaker state).
+// New prepares a crawl over db: it validates opts, loads what the file
+// knows (seeds, breaker state) and opens the frontier. Run must follow.
 func New(opts Options, db *storage.DB) (*Engine, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -77,6 +78,18 @@ func New(opts Options, db *storage.DB) (*Engine, error) {
 	if err := e.loadBreakers(); err != nil {
 		return nil, err
 	}
+	seeds, err := e.prepareSeeds()
+	if err != nil {
+		return nil, err
+	}
+	e.seeds = seeds
+	// The frontier opens here, not in Run, so that the control socket can
+	// answer for this engine as soon as it exists. Run closes it.
+	e.front, err = frontier.Open(db, frontier.Options{HostConcurrency: opts.HostConcurrency,
+		Now: opts.Now, Logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
 	e.fetcher = NewFetcher(FetchOptions{UserAgent: opts.UserAgent, Timeout: opts.Timeout,
 		ConnectTimeout: opts.ConnectTimeout, MaxBody: opts.MaxBody, AllowPrivate: opts.AllowPrivate,
 		MaxConnsPerHost: opts.HostConcurrency})
@@ -87,18 +100,8 @@ func New(opts Options, db *storage.DB) (*Engine, error) {
 // MaxDuration or MaxPages is reached.
 func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	start := e.opts.Now()
-	seeds, err := e.prepareSeeds()
-	if err != nil {
-		return Summary{}, err
-	}
-	front, err := frontier.Open(e.db, frontier.Options{HostConcurrency: e.opts.HostConcurrency,
-		Now: e.opts.Now, Logger: e.log})
-	if err != nil {
-		return Summary{}, err
-	}
-	e.front = front
-	if err := front.Add(seeds...); err != nil {
-		front.Close()
+	if err := e.front.Add(e.seeds...); err != nil {
+		e.front.Close()
 		return Summary{}, fmt.Errorf("enqueue seeds: %w", err)
 	}
 
@@ -119,10 +122,10 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	exhausted := e.runWorkers(stopCtx)
 	stop()
 	e.persistBreakers()
-	closeErr := front.Close()
+	closeErr := e.front.Close()
 	e.fetcher.Close()
 	counts, cerr := e.db.Counts()
-	sum := Summary{Exhausted: exhausted, Counts: counts, HeldWork: front.HeldWork(),
+	sum := Summary{Exhausted: exhausted, Counts: counts, HeldWork: e.front.HeldWork(),
 		Duration: e.opts.Now().Sub(start)}
 	if sum.HeldWork > 0 {
 		sum.Exhausted = false

@@ -86,15 +86,19 @@ func (h *harness) close() {
 }
 
 // crash loses whatever the writer had not committed yet: the file is closed
-// under the frontier, whose Close then only reaps its goroutine.
-func (h *harness) crash() {
+// under the frontier, whose Close then only reaps its goroutine. ungate, if
+// not nil, lets a writer blocked by gate go on and fail.
+func (h *harness) crash(ungate func()) {
 	h.t.Helper()
 	f, db := h.f, h.db
 	h.f, h.db = nil, nil
 	if err := db.Close(); err != nil {
 		h.t.Errorf("DB.Close: %v", err)
 	}
-	_ = f.Close() // may report the failed commit of the lost operations
+	if ungate != nil {
+		ungate()
+	}
+	_ = f.Close() // reports the failed commit of the lost operations
 }
 
 func (h *harness) reopen() {

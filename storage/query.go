@@ -190,3 +190,30 @@ func (db *DB) forEach(bucket []byte, fn func(k, v []byte) error) error {
 		})
 	})
 }
+
+// UpdateCases rewrites case records in place: fn gets each record and
+// returns the replacement and whether to store it.
+func (db *DB) UpdateCases(fn func(data []byte) ([]byte, bool)) error {
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bucketCases)
+		var keys, values [][]byte
+		err := bk.ForEach(func(k, v []byte) error {
+			if nv, ok := fn(append([]byte(nil), v...)); ok {
+				keys, values = append(keys, append([]byte(nil), k...)), append(values, nv)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for i := range keys {
+			if err := bk.Put(keys[i], values[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Breaker returns the stored breaker bytes of host, or ErrNotFound.
+func (db *DB) Breaker(host string) ([]byte, error) { return db.get(bucketBreakers, host) }

@@ -1,0 +1,135 @@
+// Package control is the local control socket of a running crawl: a Unix
+// socket next to the database file through which status, hosts,
+// transitions, cases, pause and unpause reach the crawl that holds the
+// file's lock. One JSON request and one JSON response per connection.
+//
+// Only the process holding the database lock serves the socket, so a stale
+// socket file left by a killed crawl is safe to replace.
+package control
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// ErrNoServer means no crawl is serving the socket: the caller should open
+// the database file directly.
+var ErrNoServer = errors.New("no running crawl on the control socket")
+
+// Handler answers one command. args is the request's raw JSON arguments.
+type Handler func(cmd string, args json.RawMessage) (any, error)
+
+type request struct {
+	Cmd  string          `json:"cmd"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+type response struct {
+	Data  json.RawMessage `json:"data,omitempty"`
+	Error string          `json:"error,omitempty"`
+}
+
+// SocketPath is where the control socket of the database at dbPath lives:
+// next to it, or in the temp dir when that path is too long for a socket.
+func SocketPath(dbPath string) string {
+	abs, err := filepath.Abs(dbPath)
+	if err != nil {
+		abs = dbPath
+	}
+	p := abs + ".sock"
+	if len(p) < 100 {
+		return p
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join(os.TempDir(), "breakwater-"+hex.EncodeToString(sum[:8])+".sock")
+}
+
+// Serve listens on path until ctx is done, answering requests with h. The
+// caller must hold the database lock (a stale socket file is replaced).
+func Serve(ctx context.Context, path string, h Handler, log *slog.Logger) (done <-chan struct{}, err error) {
+	os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on control socket %s: %w", path, err)
+	}
+	finished := make(chan struct{})
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+	go func() {
+		defer close(finished)
+		defer os.Remove(path)
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			serveConn(conn, h, log)
+		}
+	}()
+	return finished, nil
+}
+
+// serveConn answers one request inline: commands are quick and rare, and
+// answering them one at a time keeps them from racing each other.
+func serveConn(conn net.Conn, h Handler, log *slog.Logger) {
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	var req request
+	if err := json.NewDecoder(conn).Decode(&req); err != nil {
+		log.Warn("control: bad request", "err", err)
+		return
+	}
+	var resp response
+	data, err := h(req.Cmd, req.Args)
+	if err == nil {
+		resp.Data, err = json.Marshal(data)
+	}
+	if err != nil {
+		resp.Error = err.Error()
+	}
+	json.NewEncoder(conn).Encode(&resp)
+}
+
+// Call sends one command to the crawl serving path and decodes its answer
+// into out. It returns ErrNoServer when nothing is listening.
+func Call(path, cmd string, args, out any) error {
+	conn, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return ErrNoServer
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(15 * time.Second))
+	req := request{Cmd: cmd}
+	if args != nil {
+		if req.Args, err = json.Marshal(args); err != nil {
+			return fmt.Errorf("control %s: %w", cmd, err)
+		}
+	}
+	if err := json.NewEncoder(conn).Encode(&req); err != nil {
+		return fmt.Errorf("control %s: send: %w", cmd, err)
+	}
+	var resp response
+	if err := json.NewDecoder(conn).Decode(&resp); err != nil {
+		return fmt.Errorf("control %s: read answer: %w", cmd, err)
+	}
+	if resp.Error != "" {
+		return errors.New(resp.Error)
+	}
+	if out != nil && len(resp.Data) > 0 {
+		if err := json.Unmarshal(resp.Data, out); err != nil {
+			return fmt.Errorf("control %s: decode answer: %w", cmd, err)
+		}
+	}
+	return nil
+}
