@@ -103,11 +103,15 @@ func (e *Engine) giveUpHosts(now time.Time) {
 		}
 		// Repeat now and then: URLs discovered after a give-up must not
 		// keep the crawl alive either.
-		if last, ok := e.givenUp.Load(host); ok && now.Sub(last.(time.Time)) < 10*time.Second {
+		last, again := e.givenUp.Load(host)
+		if again && now.Sub(last.(time.Time)) < 10*time.Second {
 			continue
 		}
 		e.givenUp.Store(host, now)
-		e.log.Warn("giving up on host", "host", host, "after", e.opts.GiveUpAfter.String())
+		if !again {
+			e.log.Warn("giving up on host: its queued URLs are recorded as host-down", "host", host,
+				"after", e.opts.GiveUpAfter.String())
+		}
 		err := e.front.FailHost(host, storage.Result{ErrorClass: "host-down",
 			Error:     fmt.Sprintf("host unreachable for %s without a successful probe", e.opts.GiveUpAfter),
 			FetchedAt: now.UTC()})

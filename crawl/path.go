@@ -19,6 +19,16 @@ import (
 // The breaker comes before the rate token so that an open host never spends
 // a token and costs one map lookup, not a connect timeout.
 func (e *Engine) process(l *frontier.Lease) {
+	if !e.reservePage(l) {
+		e.front.Release(l)
+		return
+	}
+	requested := false
+	defer func() {
+		if !requested {
+			e.unreservePage(l)
+		}
+	}()
 	now := e.opts.Now()
 	hs := e.hosts.get(l.Item.Host, now)
 	need, ok := e.authorise(l, hs, now)
@@ -41,12 +51,31 @@ func (e *Engine) process(l *frontier.Lease) {
 		e.fetchRobots(l, hs, ticket)
 		return
 	}
-	if l.Item.Attempts == 0 {
-		e.started.Add(1)
-	}
+	requested = true
 	resp := e.fetcher.Fetch(e.fetchCtx, l.Item.URL)
 	verdict := Classify(resp, e.token)
 	e.record(l, hs, ticket, resp, verdict)
+}
+
+// reservePage claims one of --max-pages for a URL's first attempt, so that
+// concurrent workers never start more pages than the limit.
+func (e *Engine) reservePage(l *frontier.Lease) bool {
+	if e.opts.MaxPages == 0 || l.Item.Attempts > 0 {
+		return true
+	}
+	if e.started.Add(1) > int64(e.opts.MaxPages) {
+		e.started.Add(-1)
+		return false
+	}
+	return true
+}
+
+// unreservePage gives the claim back when the lease ended without a request
+// for the page (robots.txt fetched instead, host not ready, breaker open).
+func (e *Engine) unreservePage(l *frontier.Lease) {
+	if e.opts.MaxPages > 0 && l.Item.Attempts == 0 {
+		e.started.Add(-1)
+	}
 }
 
 type need int
@@ -188,11 +217,13 @@ func (e *Engine) fetchRobots(l *frontier.Lease, hs *hostState, t breaker.Ticket)
 	if last != nil {
 		verdict = Classify(last, e.token)
 	}
-	if err == nil {
+	if err == nil && verdict.Class != breaker.Refused {
 		verdict.Class = breaker.OK // any answer that yields rules is a healthy host
 	}
 	e.reportOutcome(t, l, verdict, now)
 	switch {
+	case verdict.Class == breaker.Refused:
+		e.front.Release(l) // the host is now held for a human; its URLs wait
 	case err == nil:
 		e.storeRobots(l.Item.Host, hs, rules, now)
 		e.front.Release(l)

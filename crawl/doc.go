@@ -1,0 +1,24 @@
+// Package crawl is the engine: workers that take leased URLs from the
+// frontier and carry each down the request path, one function per stage:
+//
+//	authorise (robots.txt; scope was checked at enqueue)  path.go
+//	admit     (the host's circuit breaker)                path.go
+//	takeToken (per-host pace, retry budget)               path.go
+//	request   (Fetcher: safe dialer, capped bodies)       fetch.go, safety.go
+//	classify  (ok, transient, permanent, throttled, refused) classify.go
+//	record    (breaker outcome, result, retry or requeue) record.go
+//
+// An open host is never attempted: its lease goes back and the host is
+// parked until its rest ends, so the worker takes another host's URL at
+// once. Retries go through the frontier's deferred bucket, so no worker
+// ever sleeps on a URL. A 429 makes the whole host wait out Retry-After and
+// halves its pace; successes win the pace back additively.
+//
+// The pure building blocks (Backoff, RetryBudget, ParseRetryAfter, Pace,
+// Classify, ExtractLinks) take the time as an argument. The Engine reads its
+// injected clock (Options.Now) once per stage.
+//
+// Concurrency: one Engine per database file. Workers share the breaker
+// registry and the host table, each guarded by its own mutex; no lock is
+// held across a network call.
+package crawl
