@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -321,6 +322,7 @@ func TestCrawlScope(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name  string
+		pages int
 		opts  func(o *crawl.Options)
 		seeds func(s *demosite.Site) []string
 		// want maps host index to the page paths it must have served,
@@ -329,18 +331,21 @@ func TestCrawlScope(t *testing.T) {
 	}{
 		{
 			name:  "seed host only",
+			pages: 12,
 			seeds: func(s *demosite.Site) []string { return s.Roots()[:1] },
 			want:  map[int][]string{0: pagePaths(12)},
 		},
 		{
 			name:  "max depth 0 fetches only the seeds",
+			pages: 12,
 			opts:  func(o *crawl.Options) { o.MaxDepth = 0 },
 			seeds: func(s *demosite.Site) []string { return s.Roots()[:2] },
 			want:  map[int][]string{0: {"/"}, 1: {"/"}},
 		},
 		{
 			// Only "/" and /p/1 … /p/9 match; they chain through i -> i+1.
-			name: "include",
+			name:  "include",
+			pages: 20,
 			opts: func(o *crawl.Options) {
 				o.Include = []*regexp.Regexp{regexp.MustCompile(`/(p/[0-9])?$`)}
 			},
@@ -348,7 +353,8 @@ func TestCrawlScope(t *testing.T) {
 			want:  map[int][]string{0: pagePaths(10)},
 		},
 		{
-			name: "exclude",
+			name:  "exclude",
+			pages: 20,
 			opts: func(o *crawl.Options) {
 				o.Exclude = []*regexp.Regexp{regexp.MustCompile(`/p/1[0-9]`), regexp.MustCompile(`/p/[2-5]\b`)}
 			},
@@ -359,10 +365,7 @@ func TestCrawlScope(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			site := startSite(t, healthySpecs(3, 12), demosite.SiteOptions{Seed: 2, LinksPerPage: 6})
-			if tt.name == "include" || tt.name == "exclude" {
-				site = startSite(t, healthySpecs(3, 20), demosite.SiteOptions{Seed: 2, LinksPerPage: 6})
-			}
+			site := startSite(t, healthySpecs(3, tt.pages), demosite.SiteOptions{Seed: 2, LinksPerPage: 6})
 			db := openDB(t, "")
 			opts := testOptions(t, tt.seeds(site)...)
 			if tt.opts != nil {
@@ -504,16 +507,16 @@ func TestCrawlCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(testContext(t, 20*time.Second))
 	defer cancel()
 
-	var cancelledAt time.Time
+	cancelled := make(chan time.Time, 1)
 	go func() {
-		for total(site) < 12 {
+		for ctx.Err() == nil && total(site) < 12 {
 			time.Sleep(2 * time.Millisecond)
 		}
-		cancelledAt = time.Now()
+		cancelled <- time.Now()
 		cancel()
 	}()
 	sum := runCrawl(t, ctx, db, opts)
-	stopped := time.Since(cancelledAt)
+	stopped := time.Since(<-cancelled)
 
 	if sum.Exhausted {
 		t.Errorf("Exhausted = true after a cancel mid-crawl")
@@ -574,19 +577,9 @@ func TestCrawlBlocksPrivateAddresses(t *testing.T) {
 	r, ok := res[pageKey(t, site.Roots()[0])]
 	switch {
 	case !ok:
-		t.Errorf("no result for the blocked seed; results %v", slices.Collect(mapKeys(res)))
+		t.Errorf("no result for the blocked seed; results %v", slices.Collect(maps.Keys(res)))
 	case r.ErrorClass != "blocked":
 		t.Errorf("blocked seed recorded with class %q (%s) after %d attempts, want blocked",
 			r.ErrorClass, r.Error, r.Attempts)
-	}
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
 	}
 }

@@ -76,8 +76,10 @@ type Frontier struct {
 	ready   hostHeap
 	wake    chan struct{} // closed and replaced to wake every waiting Next
 	leased  int           // leases in flight, all hosts
-	loading int           // buffer refills in progress
-	closed  bool
+	loading int           // buffer refills requested or in progress
+	// loadQueue holds hosts waiting for the writer to refill their buffers.
+	loadQueue []*hostQueue
+	closed    bool
 }
 
 // Open loads the scheduler's view of the queue from db and starts the writer.
@@ -85,8 +87,7 @@ type Frontier struct {
 func Open(db *storage.DB, opts Options) (*Frontier, error) {
 	opts = opts.withDefaults()
 	f := &Frontier{db: db, opts: opts, hosts: make(map[string]*hostQueue), wake: make(chan struct{})}
-	// The writer exists before the first refill starts: a failing refill
-	// reports to it, and refills run concurrently with this loop, hence the lock.
+	// Refills requested here run once the writer starts.
 	f.writer = newWriter(f)
 	err := db.ForEachHost(func(host string, c storage.HostCounts) error {
 		if c.Queued > 0 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -189,13 +188,12 @@ func TestReservationUntilStartedOrRelease(t *testing.T) {
 		l := mustLease(t, h.f)
 		wantBlocked(t, h.f) // reserved, though the cap allows more
 		h.f.Release(l)
-		if again := mustLease(t, h.f); again.Item.URL != l.Item.URL {
+		again := mustLease(t, h.f)
+		if again.Item.URL != l.Item.URL {
 			t.Fatalf("after Release leased %s, want the released %s back first", again.Item.URL, l.Item.URL)
-		} else {
-			l = again
 		}
 		wantBlocked(t, h.f)
-		h.f.Started(l, time.Now())
+		h.f.Started(again, time.Now())
 		if next := mustLease(t, h.f); next.Item.URL != pageURL("a.test", 1) {
 			t.Fatalf("after Started leased %s, want %s", next.Item.URL, pageURL("a.test", 1))
 		}
@@ -324,14 +322,9 @@ func TestHold(t *testing.T) {
 		}
 		complete(t, h.f, l)
 		synctest.Wait()
-		wantExhausted(t, h.f)
+		wantExhausted(t, h.f) // only held work is left
 
-		waiter := asyncNext(t.Context(), h.f)
-		synctest.Wait()
 		h.f.Unhold("a.test")
-		if r := <-waiter; r.err == nil {
-			t.Fatalf("Next waiting on exhaustion returned %s", r.lease.Item.URL)
-		}
 		if l := mustLease(t, h.f); l.Item.URL != pageURL("a.test", 0) {
 			t.Fatalf("after Unhold leased %s, want %s", l.Item.URL, pageURL("a.test", 0))
 		}
@@ -473,15 +466,14 @@ func TestLeasesSurviveCrashAndClose(t *testing.T) {
 
 func TestBufferRefill(t *testing.T) {
 	tests := []struct {
-		name    string
-		adds    int // Add calls the 100 URLs are split into
-		reopen  int // reopen after this many leases; 0 for never
-		workers int
+		name   string
+		adds   int // Add calls the 100 URLs are split into
+		reopen int // reopen after this many leases; 0 for never, -1 before the first
 	}{
-		{"one add", 1, 0, 1},
-		{"many adds", 25, 0, 1},
-		{"reopen midway", 1, 37, 1},
-		{"reopen at once", 4, -1, 1},
+		{"one add", 1, 0},
+		{"many adds", 25, 0},
+		{"reopen midway", 1, 37},
+		{"reopen before leasing", 4, -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -603,7 +595,7 @@ func TestNotExhaustedDuringComplete(t *testing.T) {
 	h.add(pageURL("a.test", 0))
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	const rounds = 300
+	const rounds = 200
 	for i := range rounds {
 		l, err := h.f.Next(ctx)
 		if err != nil {
@@ -662,276 +654,68 @@ func TestNothingLost(t *testing.T) {
 	})
 }
 
-type property struct {
-	h     *harness
-	m     *crawlModel
-	pool  []poolURL
-	hosts []string
-}
-
-func (p *property) actions() map[string]func(*rapid.T) {
-	return map[string]func(*rapid.T){
-		"":    p.check,
-		"add": p.add,
-		"next": func(rt *rapid.T) {
-			synctest.Wait()
-			p.next(rt)
-		},
-		"complete": p.complete,
-		"defer":    p.deferLease,
-		"release": func(rt *rapid.T) {
-			u := p.pickLease(rt)
-			p.h.f.Release(p.m.leases[u].l)
-			delete(p.m.leases, u)
-		},
-		"started": func(rt *rapid.T) {
-			u := p.pickLease(rt)
-			next := time.Now().Add(time.Duration(rapid.IntRange(0, 3).Draw(rt, "pace")) * time.Second)
-			p.h.f.Started(p.m.leases[u].l, next)
-			p.m.later(p.m.hostOf[u], next)
-		},
-		"park": func(rt *rapid.T) {
-			host := rapid.SampledFrom(p.hosts).Draw(rt, "host")
-			until := time.Now().Add(time.Duration(rapid.IntRange(1, 3).Draw(rt, "park")) * time.Second)
-			p.h.f.Park(host, until)
-			p.m.later(host, until)
-		},
-		"sleep": func(rt *rapid.T) {
-			time.Sleep(time.Duration(rapid.IntRange(1, 4).Draw(rt, "sleep")) * time.Second)
-		},
-		"reopen": func(*rapid.T) {
-			p.h.reopen()
-			p.m.forgetLeases()
-		},
-		"crash": func(*rapid.T) {
-			synctest.Wait() // what was committed is all the model knows
-			p.h.crash(nil)
-			p.h.open()
-			p.m.forgetLeases()
-		},
-	}
-}
-
-// run is rapid's Repeat with a step count of its own: each step commits to
-// a real file, and rapid's default of 30 steps a case is too slow here.
-func (p *property) run(rt *rapid.T, steps int) {
-	actions := p.actions()
-	check := actions[""]
-	delete(actions, "")
-	names := slices.Sorted(maps.Keys(actions))
-	needsLease := map[string]bool{"complete": true, "defer": true, "release": true, "started": true}
-	check(rt)
-	for range steps {
-		name := rapid.SampledFrom(names).Draw(rt, "action")
-		if needsLease[name] && len(p.m.leases) == 0 {
-			name = "next"
-		}
-		actions[name](rt)
-		check(rt)
-	}
-}
-
-func (p *property) add(rt *rapid.T) {
-	urls := rapid.SliceOfN(rapid.SampledFrom(p.pool), 1, 3).Draw(rt, "add")
-	raws := make([]string, len(urls))
-	for i, u := range urls {
-		raws[i] = u.raw
-		p.m.seen[u.canon] = true
-	}
-	p.h.add(raws...)
-}
-
-func (p *property) next(rt *rapid.T) {
-	now := time.Now()
-	p.m.promote(now)
-	l, err := poll(p.h.f)
-	switch {
-	case errors.Is(err, ErrExhausted):
-		if len(p.m.leases) > 0 || len(p.m.deferred) > 0 || len(p.m.queued()) > 0 {
-			rt.Fatalf("ErrExhausted with %d leases, %d deferred, %d queued", len(p.m.leases), len(p.m.deferred), len(p.m.queued()))
-		}
-	case errors.Is(err, context.Canceled):
-		if p.m.offerable(now) {
-			rt.Fatalf("Next waits though a URL may be offered (queued %v, leases %d)", p.m.queued(), len(p.m.leases))
-		}
-	case err != nil:
-		rt.Fatalf("Next: %v", err)
-	default:
-		c := mustCanon(rt, l.Item.URL)
-		if !p.m.queued()[c] || p.m.leases[c] != nil {
-			rt.Fatalf("leased %s, which is not queued or already leased", l.Item.URL)
-		}
-		p.m.leases[c] = &modelLease{l: l}
-	}
-}
-
-func (p *property) pickLease(rt *rapid.T) string {
-	keys := slices.Sorted(maps.Keys(p.m.leases))
-	return rapid.SampledFrom(keys).Draw(rt, "lease")
-}
-
-func (p *property) complete(rt *rapid.T) {
-	u := p.pickLease(rt)
-	found := rapid.SliceOfN(rapid.SampledFrom(p.pool), 0, 2).Draw(rt, "found")
-	items := make([]storage.Item, len(found))
-	for i, f := range found {
-		items[i] = item(rt, f.raw)
-		p.m.seen[f.canon] = true
-	}
-	complete(rt, p.h.f, p.m.leases[u].l, items...)
-	p.m.results[u] = true
-	delete(p.m.leases, u)
-}
-
-func (p *property) deferLease(rt *rapid.T) {
-	u := p.pickLease(rt)
-	l := p.m.leases[u].l
-	it := l.Item
-	it.Attempts++
-	due := time.Now().Add(time.Duration(rapid.IntRange(0, 3).Draw(rt, "due")) * time.Second)
-	if err := p.h.f.Defer(l, it, due); err != nil {
-		rt.Fatalf("Defer: %v", err)
-	}
-	p.m.deferred[u] = due
-	delete(p.m.leases, u)
-}
-
-func (p *property) check(rt *rapid.T) {
-	synctest.Wait()
-	p.m.promote(time.Now())
-	queued, results := p.h.fileState(p.hosts)
-	if want := p.m.queued(); !maps.Equal(queued, want) {
-		rt.Fatalf("file queue %v, want %v", slices.Sorted(maps.Keys(queued)), slices.Sorted(maps.Keys(want)))
-	}
-	if !maps.Equal(results, p.m.results) {
-		rt.Fatalf("file results %v, want %v", slices.Sorted(maps.Keys(results)), slices.Sorted(maps.Keys(p.m.results)))
-	}
-	want := storage.Counts{Seen: int64(len(p.m.seen)), Queued: int64(len(queued)),
-		Deferred: int64(len(p.m.deferred)), Fetched: int64(len(results))}
-	if c := p.h.counts(); c != want {
-		rt.Fatalf("counts %+v, want %+v", c, want)
-	}
-	if got := p.h.f.InFlight(); got != len(p.m.leases) {
-		rt.Fatalf("InFlight = %d, want %d", got, len(p.m.leases))
-	}
-}
-
-// drain ends the leases still out and fetches everything left.
-func (p *property) drain(rt *rapid.T) {
-	for _, u := range slices.Sorted(maps.Keys(p.m.leases)) {
-		complete(rt, p.h.f, p.m.leases[u].l)
-		p.m.results[u] = true
-		delete(p.m.leases, u)
-	}
-	for range 1000 {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Hour) // of fake time
-		l, err := p.h.f.Next(ctx)
-		cancel()
-		if errors.Is(err, ErrExhausted) {
-			break
-		}
-		if err != nil {
-			rt.Fatalf("drain: Next: %v", err)
-		}
-		c := mustCanon(rt, l.Item.URL)
-		if p.m.results[c] {
-			rt.Fatalf("drain leased %s again", l.Item.URL)
-		}
-		p.h.f.Started(l, time.Now())
-		complete(rt, p.h.f, l)
-		p.m.results[c] = true
-		delete(p.m.deferred, c)
-	}
-	p.check(rt)
-	if len(p.m.results) != len(p.m.seen) {
-		rt.Fatalf("after drain %d results for %d URLs", len(p.m.results), len(p.m.seen))
-	}
-}
-
-func mustCanon(t tb, raw string) string {
-	t.Helper()
-	c, err := Canonicalize(raw)
-	if err != nil {
-		t.Fatalf("Canonicalize(%q): %v", raw, err)
-	}
-	return c
-}
-
 // TestConcurrentWorkers crawls 50 hosts x 40 pages with 16 workers, each
 // page linking to the next, to a page further on and to the next host's page
 // of the same number. Run it with -race.
 func TestConcurrentWorkers(t *testing.T) {
 	const hosts, perHost, workers = 50, 40, 16
 	h := newHarness(t, t.TempDir(), Options{HostConcurrency: 2, Buffer: 4})
-	hostName := func(i int) string { return fmt.Sprintf("h%02d.test", i%hosts) }
 	for i := range hosts {
-		h.add(pageURL(hostName(i), 0))
+		h.add(pageURL(webHost(i), 0))
 	}
-	var mu sync.Mutex
-	out := map[string]bool{}  // leased now
-	count := map[string]int{} // leased ever
-	exhausted := false        // some worker saw ErrExhausted
-	var errs []error
-	fail := func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }
-
+	log := newLeaseLog()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
 	for range workers {
-		wg.Go(func() {
-			for {
-				l, err := h.f.Next(ctx)
-				if errors.Is(err, ErrExhausted) {
-					mu.Lock()
-					exhausted = true
-					mu.Unlock()
-					return
-				}
-				if err != nil {
-					fail(fmt.Errorf("Next: %w", err))
-					return
-				}
-				u := l.Item.URL
-				mu.Lock()
-				if out[u] || exhausted {
-					errs = append(errs, fmt.Errorf("%s leased while leased already, or after ErrExhausted", u))
-				}
-				out[u] = true
-				count[u]++
-				mu.Unlock()
-				h.f.Started(l, time.Now())
-				var host, n int
-				fmt.Sscanf(u, "http://h%d.test/p%d", &host, &n)
-				var found []storage.Item
-				for _, link := range []string{pageURL(hostName(host), n+1), pageURL(hostName(host), (n*7+3)%perHost), pageURL(hostName(host+1), n)} {
-					if !strings.HasSuffix(link, fmt.Sprintf("/p%d", perHost)) {
-						found = append(found, item(t, link))
-					}
-				}
-				mu.Lock()
-				delete(out, u)
-				mu.Unlock()
-				if err := h.f.Complete(l, okResult(l.Item), found); err != nil {
-					fail(fmt.Errorf("Complete: %w", err))
-					return
-				}
-			}
-		})
+		wg.Go(func() { log.fail(crawlWorker(ctx, h.f, log, hosts, perHost)) })
 	}
 	wg.Wait()
-	if len(errs) > 0 {
-		t.Fatal(errors.Join(errs...))
+	if err := errors.Join(log.errs...); err != nil {
+		t.Fatal(err)
 	}
-	for u, n := range count {
+	for u, n := range log.count {
 		if n != 1 {
 			t.Errorf("%s leased %d times", u, n)
 		}
 	}
-	if len(count) != hosts*perHost {
-		t.Errorf("leased %d distinct URLs, want %d", len(count), hosts*perHost)
+	if len(log.count) != hosts*perHost {
+		t.Errorf("leased %d distinct URLs, want %d", len(log.count), hosts*perHost)
 	}
 	h.reopen()
 	if c := h.counts(); c != (storage.Counts{Seen: hosts * perHost, Fetched: hosts * perHost}) {
 		t.Fatalf("counts = %+v, want all %d fetched, none queued", c, hosts*perHost)
+	}
+}
+
+func webHost(i int) string { return fmt.Sprintf("h%02d.test", i) }
+
+// crawlWorker takes leases until exhausted, completing each page with its links.
+func crawlWorker(ctx context.Context, f *Frontier, log *leaseLog, hosts, perHost int) error {
+	for {
+		l, err := f.Next(ctx)
+		if errors.Is(err, ErrExhausted) {
+			log.sawExhausted()
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("Next: %w", err)
+		}
+		log.leased(l.Item.URL)
+		f.Started(l, time.Now())
+		var host, n int
+		if _, err := fmt.Sscanf(l.Item.URL, "http://h%d.test/p%d", &host, &n); err != nil {
+			return fmt.Errorf("leased %s: %w", l.Item.URL, err)
+		}
+		var found []storage.Item
+		for _, link := range []string{pageURL(webHost(host), n+1), pageURL(webHost(host), (n*7+3)%perHost), pageURL(webHost((host+1)%hosts), n)} {
+			if it, err := NewItem(link, 1, 0); err == nil && !strings.HasSuffix(link, fmt.Sprintf("/p%d", perHost)) {
+				found = append(found, it)
+			}
+		}
+		log.ended(l.Item.URL)
+		if err := f.Complete(l, okResult(l.Item), found); err != nil {
+			return fmt.Errorf("Complete: %w", err)
+		}
 	}
 }

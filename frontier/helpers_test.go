@@ -5,15 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"breakwater/storage"
 
 	"go.uber.org/goleak"
+	"pgregory.net/rapid"
 )
 
 // TestMain fails the package if a writer or refill goroutine outlives the tests.
@@ -396,4 +400,242 @@ func (h *harness) fileState(hosts []string) (queued, results map[string]bool) {
 		results[c] = true
 	}
 	return queued, results
+}
+
+// leaseLog records the leases of concurrent workers: a URL leased while it
+// is out, or any lease after some Next reported exhaustion, is an error.
+type leaseLog struct {
+	mu        sync.Mutex
+	out       map[string]bool
+	count     map[string]int
+	exhausted bool
+	errs      []error
+}
+
+func newLeaseLog() *leaseLog { return &leaseLog{out: map[string]bool{}, count: map[string]int{}} }
+
+func (g *leaseLog) leased(u string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.out[u] {
+		g.errs = append(g.errs, fmt.Errorf("%s leased while already leased", u))
+	}
+	if g.exhausted {
+		g.errs = append(g.errs, fmt.Errorf("%s leased after a Next reported ErrExhausted", u))
+	}
+	g.out[u] = true
+	g.count[u]++
+}
+
+func (g *leaseLog) ended(u string) {
+	g.mu.Lock()
+	delete(g.out, u)
+	g.mu.Unlock()
+}
+
+func (g *leaseLog) sawExhausted() {
+	g.mu.Lock()
+	g.exhausted = true
+	g.mu.Unlock()
+}
+
+func (g *leaseLog) fail(err error) {
+	if err != nil {
+		g.mu.Lock()
+		g.errs = append(g.errs, err)
+		g.mu.Unlock()
+	}
+}
+
+// property drives TestNothingLost: one harness, its model, and the actions.
+type property struct {
+	h     *harness
+	m     *crawlModel
+	pool  []poolURL
+	hosts []string
+}
+
+func (p *property) actions() map[string]func(*rapid.T) {
+	return map[string]func(*rapid.T){
+		"add": p.add,
+		"next": func(rt *rapid.T) {
+			synctest.Wait()
+			p.next(rt)
+		},
+		"complete": p.complete,
+		"defer":    p.deferLease,
+		"release": func(rt *rapid.T) {
+			u := p.pickLease(rt)
+			p.h.f.Release(p.m.leases[u].l)
+			delete(p.m.leases, u)
+		},
+		"started": func(rt *rapid.T) {
+			u := p.pickLease(rt)
+			next := time.Now().Add(time.Duration(rapid.IntRange(0, 3).Draw(rt, "pace")) * time.Second)
+			p.h.f.Started(p.m.leases[u].l, next)
+			p.m.later(p.m.hostOf[u], next)
+		},
+		"park": func(rt *rapid.T) {
+			host := rapid.SampledFrom(p.hosts).Draw(rt, "host")
+			until := time.Now().Add(time.Duration(rapid.IntRange(1, 3).Draw(rt, "park")) * time.Second)
+			p.h.f.Park(host, until)
+			p.m.later(host, until)
+		},
+		"sleep": func(rt *rapid.T) {
+			time.Sleep(time.Duration(rapid.IntRange(1, 4).Draw(rt, "sleep")) * time.Second)
+		},
+		"reopen": func(*rapid.T) {
+			p.h.reopen()
+			p.m.forgetLeases()
+		},
+		"crash": func(*rapid.T) {
+			synctest.Wait() // what was committed is all the model knows
+			p.h.crash(nil)
+			p.h.open()
+			p.m.forgetLeases()
+		},
+	}
+}
+
+// run is rapid's Repeat with a step count of its own: each step commits to
+// a real file, and rapid's default of 30 steps a case is too slow here.
+func (p *property) run(rt *rapid.T, steps int) {
+	actions := p.actions()
+	names := slices.Sorted(maps.Keys(actions))
+	needsLease := map[string]bool{"complete": true, "defer": true, "release": true, "started": true}
+	p.check(rt)
+	for range steps {
+		name := rapid.SampledFrom(names).Draw(rt, "action")
+		if needsLease[name] && len(p.m.leases) == 0 {
+			name = "next"
+		}
+		actions[name](rt)
+		p.check(rt)
+	}
+}
+
+func (p *property) add(rt *rapid.T) {
+	urls := rapid.SliceOfN(rapid.SampledFrom(p.pool), 1, 3).Draw(rt, "add")
+	raws := make([]string, len(urls))
+	for i, u := range urls {
+		raws[i] = u.raw
+		p.m.seen[u.canon] = true
+	}
+	p.h.add(raws...)
+}
+
+func (p *property) next(rt *rapid.T) {
+	now := time.Now()
+	p.m.promote(now)
+	l, err := poll(p.h.f)
+	switch {
+	case errors.Is(err, ErrExhausted):
+		if len(p.m.leases) > 0 || len(p.m.deferred) > 0 || len(p.m.queued()) > 0 {
+			rt.Fatalf("ErrExhausted with %d leases, %d deferred, %d queued", len(p.m.leases), len(p.m.deferred), len(p.m.queued()))
+		}
+	case errors.Is(err, context.Canceled):
+		if p.m.offerable(now) {
+			rt.Fatalf("Next waits though a URL may be offered (queued %v, leases %d)", p.m.queued(), len(p.m.leases))
+		}
+	case err != nil:
+		rt.Fatalf("Next: %v", err)
+	default:
+		c := mustCanon(rt, l.Item.URL)
+		if !p.m.queued()[c] || p.m.leases[c] != nil {
+			rt.Fatalf("leased %s, which is not queued or already leased", l.Item.URL)
+		}
+		p.m.leases[c] = &modelLease{l: l}
+	}
+}
+
+func (p *property) pickLease(rt *rapid.T) string {
+	keys := slices.Sorted(maps.Keys(p.m.leases))
+	return rapid.SampledFrom(keys).Draw(rt, "lease")
+}
+
+func (p *property) complete(rt *rapid.T) {
+	u := p.pickLease(rt)
+	found := rapid.SliceOfN(rapid.SampledFrom(p.pool), 0, 2).Draw(rt, "found")
+	items := make([]storage.Item, len(found))
+	for i, f := range found {
+		items[i] = item(rt, f.raw)
+		p.m.seen[f.canon] = true
+	}
+	complete(rt, p.h.f, p.m.leases[u].l, items...)
+	p.m.results[u] = true
+	delete(p.m.leases, u)
+}
+
+func (p *property) deferLease(rt *rapid.T) {
+	u := p.pickLease(rt)
+	l := p.m.leases[u].l
+	it := l.Item
+	it.Attempts++
+	due := time.Now().Add(time.Duration(rapid.IntRange(0, 3).Draw(rt, "due")) * time.Second)
+	if err := p.h.f.Defer(l, it, due); err != nil {
+		rt.Fatalf("Defer: %v", err)
+	}
+	p.m.deferred[u] = due
+	delete(p.m.leases, u)
+}
+
+func (p *property) check(rt *rapid.T) {
+	synctest.Wait()
+	p.m.promote(time.Now())
+	queued, results := p.h.fileState(p.hosts)
+	if want := p.m.queued(); !maps.Equal(queued, want) {
+		rt.Fatalf("file queue %v, want %v", slices.Sorted(maps.Keys(queued)), slices.Sorted(maps.Keys(want)))
+	}
+	if !maps.Equal(results, p.m.results) {
+		rt.Fatalf("file results %v, want %v", slices.Sorted(maps.Keys(results)), slices.Sorted(maps.Keys(p.m.results)))
+	}
+	want := storage.Counts{Seen: int64(len(p.m.seen)), Queued: int64(len(queued)),
+		Deferred: int64(len(p.m.deferred)), Fetched: int64(len(results))}
+	if c := p.h.counts(); c != want {
+		rt.Fatalf("counts %+v, want %+v", c, want)
+	}
+	if got := p.h.f.InFlight(); got != len(p.m.leases) {
+		rt.Fatalf("InFlight = %d, want %d", got, len(p.m.leases))
+	}
+}
+
+// drain ends the leases still out and fetches everything left.
+func (p *property) drain(rt *rapid.T) {
+	for _, u := range slices.Sorted(maps.Keys(p.m.leases)) {
+		complete(rt, p.h.f, p.m.leases[u].l)
+		p.m.results[u] = true
+		delete(p.m.leases, u)
+	}
+	for range 1000 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour) // of fake time
+		l, err := p.h.f.Next(ctx)
+		cancel()
+		if errors.Is(err, ErrExhausted) {
+			break
+		}
+		if err != nil {
+			rt.Fatalf("drain: Next: %v", err)
+		}
+		c := mustCanon(rt, l.Item.URL)
+		if p.m.results[c] {
+			rt.Fatalf("drain leased %s again", l.Item.URL)
+		}
+		p.h.f.Started(l, time.Now())
+		complete(rt, p.h.f, l)
+		p.m.results[c] = true
+		delete(p.m.deferred, c)
+	}
+	p.check(rt)
+	if len(p.m.results) != len(p.m.seen) {
+		rt.Fatalf("after drain %d results for %d URLs", len(p.m.results), len(p.m.seen))
+	}
+}
+
+func mustCanon(t tb, raw string) string {
+	t.Helper()
+	c, err := Canonicalize(raw)
+	if err != nil {
+		t.Fatalf("Canonicalize(%q): %v", raw, err)
+	}
+	return c
 }

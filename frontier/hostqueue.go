@@ -14,7 +14,6 @@ type hostQueue struct {
 	buf       []storage.Item // next URLs in FIFO order
 	backlog   int            // committed URLs in the file not in buf
 	loadedSeq uint64         // highest Seq ever put in buf
-	newestSeq uint64         // highest Seq a commit has notified
 	loading   bool
 	inflight  int
 	reserved  bool // a lease is between Next and Started/Release
@@ -50,24 +49,43 @@ func (f *Frontier) updateLocked(h *hostQueue) {
 	case h.index >= 0:
 		heap.Remove(&f.ready, h.index)
 	}
-	if h.queued() == 0 && h.inflight == 0 && !h.loading && !h.held {
+	if h.queued() == 0 && h.inflight == 0 && !h.loading && !h.held && !h.readyAt.After(f.opts.Now()) {
 		delete(f.hosts, h.name)
 	}
 }
 
-// refillLocked starts loading the host's next URLs from the file when its
-// buffer runs low. The read happens outside the lock.
+// refillLocked asks the writer to load the host's next URLs from the file
+// when its buffer runs low. Loads run in the writer goroutine, between
+// commits, so every URL a load can see has already been announced to the
+// scheduler by addedLocked: the backlog count is exact and never races.
 func (f *Frontier) refillLocked(h *hostQueue) {
 	if h.loading || h.backlog <= 0 || len(h.buf) > f.opts.Buffer/2 {
 		return
 	}
 	h.loading = true
 	f.loading++
-	after, want := h.loadedSeq, f.opts.Buffer-len(h.buf)
-	go func() {
-		items, err := f.db.LoadQueued(h.name, after, want)
+	f.loadQueue = append(f.loadQueue, h)
+	f.writer.poke()
+}
+
+// takeLoadsLocked hands the pending refills to the writer.
+func (f *Frontier) takeLoadsLocked() []*hostQueue {
+	q := f.loadQueue
+	f.loadQueue = nil
+	return q
+}
+
+// loadHosts performs pending refills; only the writer goroutine calls it.
+func (f *Frontier) loadHosts() {
+	f.mu.Lock()
+	hosts := f.takeLoadsLocked()
+	f.mu.Unlock()
+	for _, h := range hosts {
 		f.mu.Lock()
-		defer f.mu.Unlock()
+		after, want := h.loadedSeq, f.opts.Buffer-len(h.buf)
+		f.mu.Unlock()
+		items, err := f.db.LoadQueued(h.name, after, max(want, 1))
+		f.mu.Lock()
 		h.loading = false
 		f.loading--
 		if err != nil {
@@ -75,18 +93,14 @@ func (f *Frontier) refillLocked(h *hostQueue) {
 			f.writer.fail(err)
 		}
 		f.appendLoadedLocked(h, items)
-		if len(items) < want {
-			// The file had no more when read; only a commit notified since
-			// can have added to it.
-			h.backlog = 0
-			if h.newestSeq > h.loadedSeq {
-				h.backlog = 1
-			}
+		if err == nil && len(items) < want {
+			h.backlog = 0 // the file holds nothing more for this host
 		}
 		f.refillLocked(h)
 		f.updateLocked(h)
 		f.broadcastLocked()
-	}()
+		f.mu.Unlock()
+	}
 }
 
 func (f *Frontier) appendLoadedLocked(h *hostQueue, items []storage.Item) {
@@ -101,25 +115,31 @@ func (f *Frontier) appendLoadedLocked(h *hostQueue, items []storage.Item) {
 }
 
 // addedLocked takes the items a commit queued. An item goes straight into
-// the host's buffer when the buffer holds everything the file has for the host;
-// otherwise it is counted and loaded from the file later.
+// the host's buffer when the buffer holds everything the file has for the
+// host; otherwise it is counted and loaded from the file later.
 func (f *Frontier) addedLocked(items []storage.Item) {
 	for _, it := range items {
 		h := f.host(it.Host)
-		h.newestSeq = max(h.newestSeq, it.Seq)
-		switch {
-		case it.Seq <= h.loadedSeq:
-			// A refill already read it from the file and counted it out of backlog.
-			h.backlog++
-		case h.backlog <= 0 && !h.loading && len(h.buf) < f.opts.Buffer:
+		if h.backlog <= 0 && !h.loading && len(h.buf) < f.opts.Buffer {
 			h.backlog = 0
 			h.buf = append(h.buf, it)
 			h.loadedSeq = it.Seq
-		default:
+		} else {
 			h.backlog++
 		}
 		f.refillLocked(h)
 		f.updateLocked(h)
+	}
+}
+
+// pruneLocked forgets hosts with nothing queued whose politeness wait has
+// passed; until then an empty host keeps its readyAt so a URL found later
+// still waits for it.
+func (f *Frontier) pruneLocked(now time.Time) {
+	for name, h := range f.hosts {
+		if h.queued() == 0 && h.inflight == 0 && !h.loading && !h.held && !h.readyAt.After(now) {
+			delete(f.hosts, name)
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 type writer struct {
 	f    *Frontier
 	reqs chan func(*storage.Batch)
+	load chan struct{} // poked when hosts wait for a refill
 	quit chan struct{}
 	done chan struct{}
 
@@ -29,6 +30,7 @@ func newWriter(f *Frontier) *writer {
 	return &writer{
 		f:    f,
 		reqs: make(chan func(*storage.Batch), 8192),
+		load: make(chan struct{}, 1),
 		quit: make(chan struct{}),
 		done: make(chan struct{}),
 	}
@@ -48,6 +50,14 @@ func (w *writer) submit(fn func(*storage.Batch)) error {
 	w.mu.Unlock()
 	w.reqs <- fn
 	return nil
+}
+
+// poke tells the writer that refills are waiting; it never blocks.
+func (w *writer) poke() {
+	select {
+	case w.load <- struct{}{}:
+	default:
+	}
 }
 
 func (w *writer) busy() bool {
@@ -74,6 +84,8 @@ func (w *writer) run() {
 	defer close(w.done)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	prune := time.NewTicker(5 * time.Second)
+	defer prune.Stop()
 	for {
 		var batch storage.Batch
 		taken := 0
@@ -82,6 +94,14 @@ func (w *writer) run() {
 		case fn := <-w.reqs:
 			fn(&batch)
 			taken++
+		case <-w.load:
+			w.f.loadHosts()
+			continue
+		case <-prune.C:
+			w.f.mu.Lock()
+			w.f.pruneLocked(w.f.opts.Now())
+			w.f.mu.Unlock()
+			continue
 		case <-timer.C:
 		case <-w.quit:
 			w.drain()
@@ -89,6 +109,7 @@ func (w *writer) run() {
 		}
 		taken += w.gather(&batch)
 		w.commit(&batch, taken)
+		w.f.loadHosts()
 	}
 }
 
@@ -179,7 +200,8 @@ func (f *Frontier) committed(c *storage.Committed) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.addedLocked(c.Added)
+	// Failed hosts first: URLs added after a FailHost in the same batch are
+	// queued anew and must survive the clearing.
 	for host := range c.FailedHosts {
 		if h := f.hosts[host]; h != nil {
 			h.failing = false
@@ -190,6 +212,7 @@ func (f *Frontier) committed(c *storage.Committed) {
 			f.updateLocked(h)
 		}
 	}
+	f.addedLocked(c.Added)
 }
 
 // Close commits every submitted operation and stops the writer. Leases still

@@ -292,13 +292,23 @@ func (w *batchWriter) failHost(host string, template *Result) error {
 		}
 		items = append(items, it)
 	}
+	failed := make(map[uint64]bool, len(items))
 	for _, it := range items {
+		failed[it.Seq] = true
 		r := *template
 		r.URL, r.FinalURL, r.Host, r.Depth, r.Attempts = it.URL, it.URL, it.Host, it.Depth, it.Attempts
 		if err := w.complete(it, &r); err != nil {
 			return err
 		}
 	}
+	// URLs queued earlier in this batch and failed here are not news.
+	added := w.out.Added[:0]
+	for _, it := range w.out.Added {
+		if it.Host != host || !failed[it.Seq] {
+			added = append(added, it)
+		}
+	}
+	w.out.Added = added
 	if w.out.FailedHosts == nil {
 		w.out.FailedHosts = make(map[string]int)
 	}

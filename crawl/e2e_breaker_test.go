@@ -1,0 +1,315 @@
+package crawl_test
+
+// Circuit breakers end to end: a dead host costs a bounded number of
+// connections and is given up on, a refusal by name holds a host for a
+// human, an open breaker survives a restart, and a recovering host is
+// probed back to closed.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"breakwater/crawl"
+	"breakwater/demosite"
+	"breakwater/storage"
+)
+
+// deadSite is two healthy hosts of 25 pages whose 50 pages link, one each,
+// to the 50 distinct URLs of a dead host.
+func deadSite(t testing.TB) (site *demosite.Site, dead *demosite.Host) {
+	t.Helper()
+	specs := append(healthySpecs(2, 25), demosite.HostSpec{Name: "deadend", Pages: 50, Behavior: demosite.Dead})
+	site = startSite(t, specs, demosite.SiteOptions{Seed: 30, DeadLinksPerPage: 1})
+	return site, site.Host("deadend")
+}
+
+func deadHostOptions(t testing.TB, site *demosite.Site) crawl.Options {
+	t.Helper()
+	opts := testOptions(t, site.Roots()...)
+	opts.Timeout = 300 * time.Millisecond
+	opts.HostConcurrency = 2
+	opts.Breaker.Threshold = 3
+	opts.Breaker.Rest = 2 * time.Second
+	opts.Breaker.Probes = 1
+	opts.GiveUpAfter = 3 * time.Second
+	opts.Retries = 2
+	opts.RetryBase = 100 * time.Millisecond
+	opts.RetryMax = 500 * time.Millisecond
+	return opts
+}
+
+// connectionsWithin counts the dead host's connections in the first d of a
+// crawl started at start.
+func connectionsWithin(h *demosite.Host, start time.Time, d time.Duration) int {
+	n := 0
+	for _, r := range h.Requests() {
+		if r.Time.Sub(start) < d {
+			n++
+		}
+	}
+	return n
+}
+
+func TestDeadHostBreakerBoundsConnections(t *testing.T) {
+	t.Parallel()
+	const window = 4 * time.Second
+	var withBreaker, without int
+	t.Run("group", func(t *testing.T) {
+		t.Run("breaker enabled", func(t *testing.T) {
+			t.Parallel()
+			site, dead := deadSite(t)
+			db := openDB(t, "")
+			opts := deadHostOptions(t, site)
+			start := time.Now()
+			sum := runCrawl(t, testContext(t, 20*time.Second), db, opts)
+
+			if !sum.Exhausted {
+				t.Errorf("Exhausted = false, want true: a dead host must not keep the crawl alive (%+v)", sum)
+			}
+			checkAllPagesOnce(t, site.Host("healthy-0"), site.Host("healthy-1"))
+			checkDeadURLs(t, db, dead)
+			withBreaker = connectionsWithin(dead, start, window)
+			// Threshold failures open it, a probe per rest, and whatever was
+			// in flight when it opened.
+			rests := int(sum.Duration/opts.Breaker.Rest) + 1
+			limit := opts.Breaker.Threshold + opts.HostConcurrency + rests*opts.Breaker.Probes
+			conns := dead.RequestCount()
+			t.Logf("dead host: %d connections in %v (limit %d); %d in the first %v",
+				conns, sum.Duration.Round(time.Millisecond), limit, withBreaker, window)
+			if conns > limit {
+				t.Errorf("dead host got %d connections in %v, want at most %d", conns, sum.Duration, limit)
+			}
+			checkNoURLLost(t, db)
+		})
+		t.Run("breaker disabled", func(t *testing.T) {
+			t.Parallel()
+			site, dead := deadSite(t)
+			db := openDB(t, "")
+			opts := deadHostOptions(t, site)
+			opts.BreakerEnabled = false
+			opts.MaxDuration = window // without a breaker the dead host's URLs would take minutes
+			start := time.Now()
+			runCrawl(t, testContext(t, 20*time.Second), db, opts)
+			without = connectionsWithin(dead, start, window)
+			t.Logf("dead host without a breaker: %d connections in %v", without, window)
+			checkNoURLLost(t, db)
+		})
+	})
+	if without <= withBreaker {
+		t.Errorf("in the first %v the dead host got %d connections with the breaker and %d without: the breaker saved nothing",
+			window, withBreaker, without)
+	}
+}
+
+// checkDeadURLs asserts every URL of the dead host ended as host-down.
+func checkDeadURLs(t testing.TB, db *storage.DB, dead *demosite.Host) {
+	t.Helper()
+	res := results(t, db)
+	classes := map[string]int{}
+	for i := range dead.Spec().Pages {
+		r, ok := res[pageKey(t, dead.PageURL(i))]
+		if !ok {
+			classes["(no result)"]++
+			continue
+		}
+		classes[r.ErrorClass]++
+	}
+	if classes["host-down"] != dead.Spec().Pages {
+		t.Errorf("dead host's %d URLs ended as %v, want all host-down", dead.Spec().Pages, classes)
+	}
+}
+
+func TestRefusingHostIsHeldForAHuman(t *testing.T) {
+	t.Parallel()
+	specs := append(healthySpecs(1, 10), demosite.HostSpec{Name: "gatekeeper", Pages: 5, Behavior: demosite.Refusing})
+	site := startSite(t, specs, demosite.SiteOptions{Seed: 31})
+	db := openDB(t, "")
+	opts := testOptions(t, site.Roots()...)
+
+	sum := runCrawl(t, testContext(t, 20*time.Second), db, opts)
+
+	gate := site.Host("gatekeeper")
+	key := hostKey(t, gate)
+	if sum.Exhausted || sum.HeldWork == 0 {
+		t.Errorf("summary %+v: want Exhausted false with held work", sum)
+	}
+	if reqs := gate.Requests(); len(reqs) != 1 {
+		t.Errorf("refusing host got %d requests %v, want exactly 1 (never probed)", len(reqs), requestURIs(reqs))
+	}
+	checkAllPagesOnce(t, site.Host("healthy-0"))
+
+	cases := 0
+	err := db.ForEachCase(func(data []byte) error {
+		var c crawl.Case
+		if err := json.Unmarshal(data, &c); err != nil {
+			return fmt.Errorf("decode case %s: %w", data, err)
+		}
+		cases++
+		if c.Host != key || c.Status != 403 || !strings.Contains(strings.ToLower(c.Excerpt), "breakwater") {
+			t.Errorf("case %+v: want host %s, status 403 and an excerpt naming breakwater", c, key)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cases != 1 {
+		t.Errorf("%d cases recorded, want 1", cases)
+	}
+	held := false
+	for _, tr := range transitions(t, db) {
+		if tr.Host == key && tr.To == "open" && tr.Hold == "case" {
+			held = true
+		}
+		if tr.Host == key && tr.To != "open" {
+			t.Errorf("held host moved on: %+v", tr)
+		}
+	}
+	if !held {
+		t.Errorf("no transition to open with hold=case for %s", key)
+	}
+}
+
+func requestURIs(reqs []demosite.Request) []string {
+	out := make([]string, len(reqs))
+	for i, r := range reqs {
+		out[i] = fmt.Sprintf("%s %d", r.RequestURI, r.Status)
+	}
+	return out
+}
+
+func TestOpenBreakerSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	site, dead := deadSite(t)
+	key := hostKey(t, dead)
+	path := t.TempDir() + "/crawl.db"
+	db := openDB(t, path)
+	opts := deadHostOptions(t, site)
+	opts.Breaker.Rest = time.Minute
+	opts.GiveUpAfter = time.Hour
+
+	ctx, cancel := context.WithCancel(testContext(t, 20*time.Second))
+	defer cancel()
+	go func() {
+		defer cancel()
+		for ctx.Err() == nil && !opened(db, key) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	first := runCrawl(t, ctx, db, opts)
+	if !opened(db, key) {
+		t.Fatalf("first run ended (%+v) before the dead host's breaker opened", first)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := dead.RequestCount()
+
+	db = openDB(t, path)
+	opts = deadHostOptions(t, site)
+	opts.Seeds = nil
+	opts.Breaker.Rest = time.Minute
+	opts.GiveUpAfter = time.Hour
+	opts.MaxDuration = time.Second
+	second := runCrawl(t, testContext(t, 20*time.Second), db, opts)
+
+	if n := dead.RequestCount() - before; n != 0 {
+		t.Errorf("dead host got %d connections in the second run's first second: its open breaker was forgotten", n)
+	}
+	if second.Exhausted {
+		t.Errorf("second run exhausted, want the dead host's URLs still waiting")
+	}
+	checkNoURLLost(t, db)
+}
+
+// opened reports whether the file logs a transition of host to open.
+func opened(db *storage.DB, host string) bool {
+	found := false
+	_ = db.ForEachTransition(func(data []byte) error {
+		var tr crawl.TransitionRecord
+		if json.Unmarshal(data, &tr) == nil && tr.Host == host && tr.To == "open" {
+			found = true
+		}
+		return nil
+	})
+	return found
+}
+
+func TestRecoveringHostIsProbedBackToClosed(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name            string
+		hostConcurrency int
+		delay           time.Duration
+	}{
+		{name: "one request at a time", hostConcurrency: 1, delay: 20 * time.Millisecond},
+		// Requests overlap: a lease that meets the outstanding probe must
+		// not park the host until the probe's deadline (Timeout + 15 s).
+		{name: "concurrent requests", hostConcurrency: 3, delay: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			specs := append(healthySpecs(1, 10), demosite.HostSpec{Name: "phoenix", Pages: 10,
+				Behavior: demosite.Recovering, RecoverAfter: 2 * time.Second})
+			site := startSite(t, specs, demosite.SiteOptions{Seed: 32})
+			db := openDB(t, "")
+			opts := testOptions(t, site.Roots()...)
+			opts.HostConcurrency = tt.hostConcurrency
+			opts.Delay = tt.delay
+			opts.Timeout = 500 * time.Millisecond
+			opts.Breaker.Threshold = 2
+			opts.Breaker.Rest = 500 * time.Millisecond
+			opts.Breaker.Probes = 2
+			opts.GiveUpAfter = 15 * time.Second
+			opts.Retries = 10
+			opts.RetryBase = 100 * time.Millisecond
+			opts.RetryMax = 300 * time.Millisecond
+			opts.RetryBudget = 1
+			// Recovery is at 2 s and every later request takes milliseconds.
+			opts.MaxDuration = 6 * time.Second
+
+			sum := runCrawl(t, testContext(t, 20*time.Second), db, opts)
+
+			if !sum.Exhausted {
+				t.Errorf("Exhausted = false after %v, want the crawl finished soon after the host recovered",
+					sum.Duration.Round(time.Millisecond))
+			}
+			phoenix := site.Host("phoenix")
+			res := results(t, db)
+			for i, p := range pagePaths(phoenix.Spec().Pages) {
+				r, ok := res[hostKey(t, phoenix)+" "+p]
+				switch {
+				case !ok:
+					t.Errorf("recovering host page %d: no result", i)
+				case r.Status != 200 || r.ErrorClass != "":
+					t.Errorf("recovering host page %d: status %d class %q, want fetched", i, r.Status, r.ErrorClass)
+				}
+			}
+			var path []string
+			for _, tr := range transitions(t, db) {
+				if tr.Host == hostKey(t, phoenix) {
+					path = append(path, tr.From+"->"+tr.To)
+				}
+			}
+			t.Logf("transitions: %v (%v)", path, sum.Duration.Round(time.Millisecond))
+			if !inOrder(path, "closed->open", "open->half-open", "half-open->closed") {
+				t.Errorf("transitions %v, want closed->open, then open->half-open, then half-open->closed", path)
+			}
+		})
+	}
+}
+
+// inOrder reports whether want occurs in got as a subsequence.
+func inOrder(got []string, want ...string) bool {
+	for _, g := range got {
+		if len(want) > 0 && g == want[0] {
+			want = want[1:]
+		}
+	}
+	return len(want) == 0
+}
