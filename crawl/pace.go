@@ -167,6 +167,13 @@ func (p *Pace) SetFloor(minInterval time.Duration, now time.Time) PaceChange {
 		next = p.floor
 	}
 	p.setLimit(next, now)
+	if p.lim != nil && !p.lastTake.IsZero() {
+		// A new floor (robots.txt Crawl-delay) counts from the last request
+		// start: tokens earned at the old, faster rate must not let the next
+		// request in early.
+		p.lim = rate.NewLimiter(p.limit, 1)
+		p.lim.AllowN(p.lastTake, 1)
+	}
 	return p.change(from)
 }
 

@@ -229,6 +229,10 @@ func (e *Engine) fetchRobots(l *frontier.Lease, hs *hostState, t breaker.Ticket)
 		e.front.Release(l)
 	case verdict.Class == breaker.Throttled:
 		e.throttled(l, hs, last, now)
+	case last != nil && IsBlocked(last.Err):
+		r := e.result(l.Item, last, l.Item.Attempts+1)
+		r.ErrorClass, r.Error = "blocked", verdict.Detail
+		e.finish(l, r, nil)
 	case errors.Is(err, robots.ErrUnavailable):
 		verdict.Class = breaker.Transient
 		verdict.Detail = err.Error()

@@ -31,6 +31,10 @@ func (e *Engine) record(l *frontier.Lease, hs *hostState, t breaker.Ticket, resp
 		e.succeeded(l, hs, resp, now)
 	case breaker.Throttled:
 		e.throttled(l, hs, resp, now)
+	case breaker.Refused:
+		// The host is held for a human (see raiseCase); the URL waits in the
+		// queue behind the hold and is fetched once the case is resolved.
+		e.front.Release(l)
 	case breaker.Transient:
 		if resp.Status == 503 && resp.Header.Get("Retry-After") != "" {
 			e.waitRetryAfter(l.Item.Host, hs, resp, now)
@@ -50,6 +54,11 @@ func (e *Engine) record(l *frontier.Lease, hs *hostState, t breaker.Ticket, resp
 // raises a case when the host refused us by name.
 func (e *Engine) reportOutcome(t breaker.Ticket, l *frontier.Lease, v Verdict, now time.Time) {
 	e.breakers.Report(t, v.Class, v.Detail, now)
+	if t.Probe {
+		// URLs that met the busy probe gate wait for this report, not for
+		// the gate's deadline.
+		e.front.Unpark(t.Host, now)
+	}
 	if v.Class == breaker.Refused {
 		e.raiseCase(Case{Host: l.Item.Host, At: now, URL: l.Item.URL, Status: v.Status, Excerpt: v.Excerpt})
 	}

@@ -91,6 +91,19 @@ func (f *Frontier) Park(host string, until time.Time) {
 	}
 }
 
+// Unpark makes a parked host eligible from now on: the reason it waited for
+// is gone (a probe reported). Politeness is not affected: the caller's
+// rate check still applies.
+func (f *Frontier) Unpark(host string, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if h := f.hosts[host]; h != nil && h.readyAt.After(now) {
+		h.readyAt = now
+		f.updateLocked(h)
+		f.broadcastLocked()
+	}
+}
+
 // Hold keeps host from being offered until Unhold (a paused host, an open
 // case). Its URLs stay queued; they count as HeldWork.
 func (f *Frontier) Hold(host string) {
