@@ -125,12 +125,12 @@ func crawlInto(ctx context.Context, opts crawl.Options, stdout io.Writer) error 
 	if err != nil {
 		return err
 	}
-	defer db.Close()
 	if fresh && len(opts.Seeds) == 0 {
 		db.Close()
 		os.Remove(opts.DB)
 		return usagef("no seed URLs: give them as arguments or with --seeds (or resume an existing --db)")
 	}
+	defer db.Close()
 	engine, err := crawl.New(opts, db)
 	if err != nil {
 		return err

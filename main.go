@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -51,11 +52,19 @@ func commands() []command {
 		{"pause", "hold a host open until unpaused (there is no force-close)", runPause},
 		{"unpause", "release a paused host to half-open", runUnpause},
 		{"demo", "serve a small local site and crawl it", runDemo},
+		{"bench", "measure throughput, dead-host cost and memory on a local site (see BENCHMARKS.md)", runBench},
+		{benchChildCommand, "the bench's memory child process (internal)", runBenchChild},
 	}
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal starts a clean stop, a second one kills at
+		// once (the file stays consistent either way).
+		<-ctx.Done()
+		stop()
+	}()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
@@ -104,6 +113,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "Usage: breakwater COMMAND [flags]\n\nCommands:")
 	for _, c := range commands() {
+		if strings.HasPrefix(c.name, "internal-") {
+			continue
+		}
 		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'breakwater COMMAND --help' for a command's flags.")

@@ -56,6 +56,9 @@ func SocketPath(dbPath string) string {
 // Serve listens on path until ctx is done, answering requests with h. The
 // caller must hold the database lock (a stale socket file is replaced).
 func Serve(ctx context.Context, path string, h Handler, log *slog.Logger) (done <-chan struct{}, err error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	os.Remove(path)
 	ln, err := net.Listen("unix", path)
 	if err != nil {
