@@ -1,0 +1,158 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"time"
+
+	"breakwater/breaker"
+)
+
+// Section names, in the order Run runs them.
+const (
+	SectionCeiling  = "ceiling"
+	SectionCrawl    = "crawl"
+	SectionDead     = "dead"
+	SectionFrontier = "frontier"
+	SectionMemory   = "memory"
+)
+
+// AllSections lists every section in run order.
+var AllSections = []string{SectionCeiling, SectionCrawl, SectionDead, SectionFrontier, SectionMemory}
+
+// ParseSections turns "ceiling,crawl" into a set, rejecting unknown names.
+// An empty string selects every section.
+func ParseSections(list string) (map[string]bool, error) {
+	set := make(map[string]bool)
+	if strings.TrimSpace(list) == "" {
+		for _, s := range AllSections {
+			set[s] = true
+		}
+		return set, nil
+	}
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		if !isSection(name) {
+			return nil, fmt.Errorf("unknown section %q (want %s)", name, strings.Join(AllSections, ","))
+		}
+		set[name] = true
+	}
+	return set, nil
+}
+
+func isSection(name string) bool {
+	for _, s := range AllSections {
+		if s == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Size is a site shape: Hosts hosts of Pages pages each.
+type Size struct{ Hosts, Pages int }
+
+// URLs is the number of pages of the site.
+func (s Size) URLs() int { return s.Hosts * s.Pages }
+
+func (s Size) String() string { return fmt.Sprintf("%d hosts x %d pages", s.Hosts, s.Pages) }
+
+// Config is one benchmark configuration. DefaultConfig is the full run the
+// issue specifies; QuickConfig a smoke test well under a minute.
+type Config struct {
+	Sections map[string]bool // which sections run; nil means all
+
+	// Ceiling and crawl.
+	Site            Size // 200 x 60
+	Workers         int  // crawl workers and ceiling goroutines: 64
+	HostConcurrency int  // crawl --host-concurrency and the ceiling's MaxConnsPerHost: 4
+
+	// Dead host.
+	DeadSite         Size          // 800 x 60
+	DeadURLs         int           // distinct URLs of the dead host: 500
+	DeadLinksPerPage int           // dead-host links on each live page: 1
+	DeadTimeout      time.Duration // request timeout of the dead-host runs: 2s
+	DeadRetries      int           // --retries of every dead-host run: 0
+	Breaker          breaker.Config
+	GiveUpAfter      time.Duration // 5s: the crawl cannot end before the dead host is given up
+	BreakerOffCap    time.Duration // --max-duration of the breaker-off run; 0: none
+
+	// Frontier.
+	FrontierURLs  int // 1,000,000
+	FrontierHosts int // 1000
+
+	// Memory.
+	QueuedSite  Size // its URL set seeds the frontier: 1000 x 1000
+	QueuedPages int  // pages the million-URL crawl fetches before it stops: 20,000
+	GrowthSite  Size // crawled to the end with RSS samples at 25/50/100%: 1000 x 100
+	// Child returns the command that runs Child in a new process with args.
+	// Nil skips the memory section.
+	Child func(ctx context.Context, args []string) *exec.Cmd
+
+	TempDir string                           // parent of the run's temporary directory; "" means os.TempDir
+	Logger  *slog.Logger                     // the crawls' logger; nil discards
+	Now     func() time.Time                 // nil means time.Now
+	Log     func(format string, args ...any) // progress lines; nil discards
+}
+
+// DefaultConfig is the full benchmark of issue 5 (about ten minutes on 2 cores).
+func DefaultConfig() Config {
+	return Config{
+		Site: Size{200, 60}, Workers: 64, HostConcurrency: 4,
+		DeadSite: Size{800, 60}, DeadURLs: 500, DeadLinksPerPage: 1,
+		DeadTimeout: 2 * time.Second, DeadRetries: 0,
+		// A sweep's settings: open after 8 timeouts, rest longer than the
+		// crawl so no probe is spent, give up after 5s so the crawl can end.
+		Breaker:       breaker.Config{Threshold: 8, Rest: 10 * time.Minute, Probes: 2},
+		GiveUpAfter:   5 * time.Second,
+		BreakerOffCap: 3 * time.Minute,
+		FrontierURLs:  1_000_000, FrontierHosts: 1000,
+		QueuedSite: Size{1000, 1000}, QueuedPages: 20_000,
+		GrowthSite: Size{1000, 100},
+	}
+}
+
+// QuickConfig is a small configuration for smoke tests: the same sections
+// at a fraction of the size, well under a minute.
+func QuickConfig() Config {
+	c := DefaultConfig()
+	c.Site = Size{40, 30}
+	c.DeadSite = Size{80, 30}
+	c.DeadURLs = 40
+	c.DeadTimeout = 500 * time.Millisecond
+	c.Breaker.Threshold = 4
+	c.GiveUpAfter = time.Second
+	c.BreakerOffCap = 10 * time.Second
+	c.FrontierURLs, c.FrontierHosts = 50_000, 100
+	c.QueuedSite, c.QueuedPages = Size{100, 500}, 2000
+	c.GrowthSite = Size{100, 50}
+	return c
+}
+
+func (c *Config) runs(section string) bool { return c.Sections == nil || c.Sections[section] }
+
+func (c *Config) now() time.Time {
+	if c.Now == nil {
+		return time.Now()
+	}
+	return c.Now()
+}
+
+func (c *Config) logf(format string, args ...any) {
+	if c.Log != nil {
+		c.Log(format, args...)
+	}
+}
+
+func (c *Config) logger() *slog.Logger {
+	if c.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.Logger
+}
+
+// since is the wall time from start to now on the config's clock.
+func (c *Config) since(start time.Time) time.Duration { return c.now().Sub(start) }

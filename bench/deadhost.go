@@ -1,0 +1,165 @@
+package bench
+
+import (
+	"context"
+	"time"
+
+	"breakwater/demosite"
+	"breakwater/frontier"
+	"breakwater/storage"
+)
+
+// DeadRun is one crawl of the dead-host section.
+type DeadRun struct {
+	Name      string        `json:"name"`
+	Breaker   bool          `json:"breaker"`
+	Wall      time.Duration `json:"wall_ns"`
+	Capped    bool          `json:"capped"` // stopped by BreakerOffCap: dead-host figures are lower bounds
+	Exhausted bool          `json:"exhausted"`
+	Fetched   int64         `json:"fetched"`
+	Failed    int64         `json:"failed"`
+	Traffic   Traffic       `json:"traffic"`
+	// DeadMaxPerRest is the most dead-host connections within any span of
+	// one breaker rest (the whole run when it is shorter than a rest).
+	DeadMaxPerRest int `json:"dead_max_per_rest"`
+	// DeadWorkerSeconds sums the stored duration_ms of the dead host's
+	// results. With no retries every attempt, robots.txt attempts included,
+	// ends in a stored result, so this is the time workers spent on it.
+	DeadWorkerSeconds float64          `json:"dead_worker_seconds"`
+	DeadResults       map[string]int64 `json:"dead_results"` // dead-host results by error class
+	DeadLeft          int64            `json:"dead_left"`    // dead-host URLs still queued or deferred at the end
+}
+
+// DeadResult is the dead-host section: the same crawl without the dead
+// host, with it, and with it and no breaker.
+type DeadResult struct {
+	Site             Size          `json:"site"`
+	DeadURLs         int           `json:"dead_urls"`
+	DeadLinksPerPage int           `json:"dead_links_per_page"`
+	Timeout          time.Duration `json:"timeout_ns"`
+	Retries          int           `json:"retries"`
+	Threshold        int           `json:"threshold"`
+	Probes           int           `json:"probes"`
+	Rest             time.Duration `json:"rest_ns"`
+	GiveUpAfter      time.Duration `json:"give_up_after_ns"`
+	ConnLimit        int           `json:"conn_limit"` // threshold + probes + host concurrency
+	Baseline         *DeadRun      `json:"baseline"`
+	On               *DeadRun      `json:"breaker_on"`
+	Off              *DeadRun      `json:"breaker_off"`
+}
+
+// TimeRatio is the wall time with the dead host over the time without it.
+func (d *DeadResult) TimeRatio(run *DeadRun) float64 {
+	if d.Baseline == nil || run == nil || d.Baseline.Wall <= 0 {
+		return 0
+	}
+	return run.Wall.Seconds() / d.Baseline.Wall.Seconds()
+}
+
+// WorkerSecondsRatio is breaker-off worker-seconds over breaker-on ones.
+func (d *DeadResult) WorkerSecondsRatio() float64 {
+	if d.On == nil || d.Off == nil || d.On.DeadWorkerSeconds <= 0 {
+		return 0
+	}
+	return d.Off.DeadWorkerSeconds / d.On.DeadWorkerSeconds
+}
+
+// dead runs the three crawls, each on a freshly started site so that no
+// connection or log entry of one run reaches the next. The baseline is a
+// separate site of the same live hosts whose pages carry no dead links:
+// parsing and deduplicating those links is part of what the dead host costs.
+func (r *runner) dead(ctx context.Context) error {
+	cfg := r.cfg
+	res := &DeadResult{Site: cfg.DeadSite, DeadURLs: cfg.DeadURLs, DeadLinksPerPage: cfg.DeadLinksPerPage,
+		Timeout: cfg.DeadTimeout, Retries: cfg.DeadRetries, Threshold: cfg.Breaker.Threshold,
+		Probes: cfg.Breaker.Probes, Rest: cfg.Breaker.Rest, GiveUpAfter: cfg.GiveUpAfter,
+		ConnLimit: cfg.Breaker.Threshold + cfg.Breaker.Probes + cfg.HostConcurrency}
+	r.report.Dead = res
+	var err error
+	cfg.logf("dead: baseline, %s without the dead host", cfg.DeadSite)
+	if res.Baseline, err = r.deadRun(ctx, "dead-baseline", 0, true); err != nil {
+		return err
+	}
+	cfg.logf("dead: %s plus a dead host of %d URLs, breaker on", cfg.DeadSite, cfg.DeadURLs)
+	if res.On, err = r.deadRun(ctx, "dead-breaker-on", cfg.DeadURLs, true); err != nil {
+		return err
+	}
+	cfg.logf("dead: the same, breaker off (capped at %s)", cfg.BreakerOffCap)
+	res.Off, err = r.deadRun(ctx, "dead-breaker-off", cfg.DeadURLs, false)
+	return err
+}
+
+func (r *runner) deadRun(ctx context.Context, name string, deadURLs int, breakerOn bool) (*DeadRun, error) {
+	cfg := r.cfg
+	links := 0
+	if deadURLs > 0 {
+		links = cfg.DeadLinksPerPage
+	}
+	site, err := startSite(cfg.DeadSite, deadURLs, links)
+	if err != nil {
+		return nil, err
+	}
+	defer site.Close()
+	// Seeds are every root, the dead host's included, so its linked URLs
+	// are in scope exactly as a live host's are.
+	opts := r.crawlOptions(site)
+	opts.Timeout = cfg.DeadTimeout
+	opts.ConnectTimeout = min(opts.ConnectTimeout, cfg.DeadTimeout)
+	opts.Retries = cfg.DeadRetries
+	opts.Breaker = cfg.Breaker
+	opts.BreakerEnabled = breakerOn
+	opts.GiveUpAfter = cfg.GiveUpAfter
+	opts.StopGrace = 0
+	out := &DeadRun{Name: name, Breaker: breakerOn, DeadResults: map[string]int64{}}
+	if !breakerOn {
+		opts.MaxDuration = cfg.BreakerOffCap
+	}
+	deadKey := deadHostKey(site)
+	run, err := r.runEngine(ctx, name, opts, func(db *storage.DB) error {
+		return inspectDead(db, deadKey, out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Wall, out.Exhausted = run.wall, run.sum.Exhausted
+	out.Capped = !breakerOn && !run.sum.Exhausted && cfg.BreakerOffCap > 0
+	out.Fetched, out.Failed = run.sum.Counts.Fetched, run.sum.Counts.Failed
+	out.Traffic = trafficSince(site, nil)
+	out.DeadMaxPerRest = maxInWindow(deadTimes(site, nil), cfg.Breaker.Rest)
+	return out, nil
+}
+
+// deadHostKey is the frontier's host key of the site's dead host, "" if none.
+func deadHostKey(site *demosite.Site) string {
+	for _, h := range site.Hosts() {
+		if h.Spec().Behavior == demosite.Dead {
+			key, _ := frontier.HostKey(h.BaseURL() + "/")
+			return key
+		}
+	}
+	return ""
+}
+
+// inspectDead reads the dead host's results and leftovers from the file.
+func inspectDead(db *storage.DB, host string, out *DeadRun) error {
+	if host == "" {
+		return nil
+	}
+	err := db.ForEachResult(func(res *storage.Result) error {
+		if res.Host != host {
+			return nil
+		}
+		out.DeadWorkerSeconds += float64(res.DurationMS) / 1000
+		out.DeadResults[res.ErrorClass]++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return db.ForEachHost(func(h string, c storage.HostCounts) error {
+		if h == host {
+			out.DeadLeft = c.Queued + c.Deferred
+		}
+		return nil
+	})
+}

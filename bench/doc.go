@@ -1,0 +1,28 @@
+// Package bench is Breakwater's benchmark: it starts the project's own
+// multi-host test site (demosite) on loopback and measures, side by side in
+// one run, the figures issue 5 sets targets for:
+//
+//	ceiling   a raw keep-alive fetch loop over the site's URL set: pages/s
+//	crawl     crawl.Engine over the same site from its roots: distinct pages/s,
+//	          its ratio to the ceiling, and every request the site saw
+//	dead      the same crawl over a bigger site with one dead host, with the
+//	          breaker on and off, against the site without the dead host
+//	frontier  enqueue and lease+complete throughput of the bbolt frontier
+//	memory    peak RSS of a crawl process with a million queued URLs, and RSS
+//	          along a 100,000-page crawl, measured in a child process
+//
+// Every figure is measured, never estimated, unless the report says so (a
+// run capped by time gives lower bounds, labelled as such). Targets are
+// printed next to the figures; a missed target is reported, not hidden.
+//
+// Memory is measured in a separate process so that the site, the parent's
+// own allocations and the other sections do not count: Config.Child builds
+// the command that re-executes the binary (the hidden "internal-bench-child"
+// command of breakwater, or a test binary), and Child is that process's entry
+// point. The parent reads the child's /proc/PID/status.
+//
+// Concurrency: Run runs sections one after another; each section owns its
+// site, its temporary files and its goroutines, and stops them before the
+// next starts. Wall-clock time is read only at the edges of each measured
+// span, through Config.Now.
+package bench

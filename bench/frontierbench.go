@@ -1,0 +1,176 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"breakwater/frontier"
+	"breakwater/storage"
+)
+
+// FrontierResult is the frontier section: the bbolt frontier on its own,
+// with durable commits, no network and no politeness.
+type FrontierResult struct {
+	URLs            int           `json:"urls"`
+	Hosts           int           `json:"hosts"`
+	AddBatch        int           `json:"add_batch"` // URLs per Add call, as a page's links arrive
+	Workers         int           `json:"workers"`
+	HostConcurrency int           `json:"host_concurrency"`
+	PrepareWall     time.Duration `json:"prepare_ns"` // frontier.NewItem for every URL (not in the rates)
+	EnqueueWall     time.Duration `json:"enqueue_ns"`
+	EnqueuePerSec   float64       `json:"enqueue_per_sec"`
+	LeaseWall       time.Duration `json:"lease_ns"`
+	LeasePerSec     float64       `json:"lease_per_sec"`
+	FileBytes       int64         `json:"file_bytes"` // after every URL is completed
+	QueuedBytes     int64         `json:"queued_bytes"`
+}
+
+const frontierAddBatch = 100
+
+// frontierSection enqueues FrontierURLs new URLs over FrontierHosts hosts
+// (Open, Add in batches, Close: every URL durable), then reopens the file and
+// leases and completes every URL with the crawl's worker count.
+func (r *runner) frontierSection(ctx context.Context) error {
+	cfg := r.cfg
+	res := &FrontierResult{URLs: cfg.FrontierURLs, Hosts: cfg.FrontierHosts, AddBatch: frontierAddBatch,
+		Workers: cfg.Workers, HostConcurrency: cfg.HostConcurrency}
+	cfg.logf("frontier: preparing %d URLs over %d hosts", res.URLs, res.Hosts)
+	start := cfg.now()
+	items, err := frontierItems(res.URLs, res.Hosts)
+	if err != nil {
+		return err
+	}
+	res.PrepareWall = cfg.since(start)
+	path := filepath.Join(r.dir, "frontier.db")
+	cfg.logf("frontier: enqueue")
+	if res.EnqueueWall, err = r.enqueueAll(path, items); err != nil {
+		return err
+	}
+	res.EnqueuePerSec = float64(len(items)) / res.EnqueueWall.Seconds()
+	res.QueuedBytes = fileSize(path)
+	items = nil // the lease phase should not keep the input alive
+	cfg.logf("frontier: lease and complete")
+	if res.LeaseWall, err = r.leaseAll(ctx, path, res.URLs); err != nil {
+		return err
+	}
+	res.LeasePerSec = float64(res.URLs) / res.LeaseWall.Seconds()
+	res.FileBytes = fileSize(path)
+	r.report.Frontier = res
+	return os.Remove(path)
+}
+
+// frontierItems spreads n URLs over hosts hosts, page-major so that
+// consecutive Adds touch many hosts as a crawl's discoveries do.
+func frontierItems(n, hosts int) ([]storage.Item, error) {
+	items := make([]storage.Item, n)
+	for i := range items {
+		u := fmt.Sprintf("http://h%04d.bench.test/articles/%d/index.html", i%hosts, i/hosts)
+		it, err := frontier.NewItem(u, 1, 0)
+		if err != nil {
+			return nil, err
+		}
+		items[i] = it
+	}
+	return items, nil
+}
+
+func (r *runner) enqueueAll(path string, items []storage.Item) (time.Duration, error) {
+	db, err := storage.Open(path, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	start := r.cfg.now()
+	f, err := frontier.Open(db, frontier.Options{HostConcurrency: r.cfg.HostConcurrency, Logger: r.cfg.logger()})
+	if err != nil {
+		return 0, err
+	}
+	for i := 0; i < len(items); i += frontierAddBatch {
+		if err := f.Add(items[i:min(i+frontierAddBatch, len(items))]...); err != nil {
+			f.Close()
+			return 0, fmt.Errorf("frontier add: %w", err)
+		}
+	}
+	if err := f.Close(); err != nil { // commits everything submitted
+		return 0, err
+	}
+	wall := r.cfg.since(start)
+	return wall, checkCounts(db, storage.Counts{Queued: int64(len(items))})
+}
+
+func (r *runner) leaseAll(ctx context.Context, path string, n int) (time.Duration, error) {
+	db, err := storage.Open(path, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	start := r.cfg.now()
+	f, err := frontier.Open(db, frontier.Options{HostConcurrency: r.cfg.HostConcurrency, Logger: r.cfg.logger()})
+	if err != nil {
+		return 0, err
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, r.cfg.Workers)
+	for w := range r.cfg.Workers {
+		wg.Go(func() { errs[w] = leaseWorker(ctx, f, r.cfg.now) })
+	}
+	wg.Wait()
+	err = errors.Join(errors.Join(errs...), f.Close())
+	wall := r.cfg.since(start)
+	if err != nil {
+		return 0, fmt.Errorf("frontier lease: %w", err)
+	}
+	return wall, checkCounts(db, storage.Counts{Fetched: int64(n)})
+}
+
+// leaseWorker leases until the frontier is exhausted, completing each URL
+// with a result the size of a real page's, and no politeness gap.
+func leaseWorker(ctx context.Context, f *frontier.Frontier, now func() time.Time) error {
+	for {
+		l, err := f.Next(ctx)
+		if errors.Is(err, frontier.ErrExhausted) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		f.Started(l, time.Time{})
+		if err := f.Complete(l, pageResult(l.Item, now()), nil); err != nil {
+			return err
+		}
+	}
+}
+
+var fakeSHA = strings.Repeat("5e", 32)
+
+func pageResult(it storage.Item, at time.Time) *storage.Result {
+	return &storage.Result{URL: it.URL, FinalURL: it.URL, Host: it.Host, Status: 200,
+		ContentType: "text/html; charset=utf-8", Length: 3100, FetchedAt: at.UTC(), DurationMS: 3,
+		Depth: it.Depth, Title: "bench page", Outlinks: 8, SHA256: fakeSHA, Attempts: 1}
+}
+
+// checkCounts verifies the file's counters where want is non-zero.
+func checkCounts(db *storage.DB, want storage.Counts) error {
+	got, err := db.Counts()
+	if err != nil {
+		return err
+	}
+	if (want.Queued != 0 && got.Queued != want.Queued) || (want.Fetched != 0 && got.Fetched != want.Fetched) {
+		return fmt.Errorf("frontier counts %+v, want %+v", got, want)
+	}
+	return nil
+}
+
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}

@@ -1,0 +1,56 @@
+package bench
+
+import "fmt"
+
+// Notes explains, for each section that ran, how its figures were taken:
+// the parts of the method a reader needs to trust or question them.
+func (r *Report) Notes() []string {
+	var notes []string
+	if r.Ceiling != nil {
+		notes = append(notes, "Ceiling: net/http with keep-alive, the crawl's worker count as goroutines and "+
+			"its host concurrency as MaxConnsPerHost, each URL of the site fetched once with its body read "+
+			"and dropped; URLs are taken page by page across hosts so goroutines do not queue behind one host.")
+	}
+	if r.Crawl != nil {
+		notes = append(notes, "Crawl: crawl.New + Run in this process from every host's root, --delay 0, "+
+			"default persistence into a fresh file; wall time runs from opening the file to the end of Run. "+
+			"Requests are counted from the site's own logs.")
+	}
+	if d := r.Dead; d != nil {
+		notes = append(notes, r.deadNote(d)...)
+	}
+	if f := r.Frontier; f != nil {
+		notes = append(notes, "Frontier: frontier.Open, Add in batches, Close (every URL committed) for "+
+			"enqueue; then reopen and Next + Started + Complete with a page-sized result from the crawl's "+
+			"worker count until exhausted. Group commits as the crawl makes them; URLs are canonicalized "+
+			"before the clock starts.")
+	}
+	if m := r.Memory; m != nil {
+		notes = append(notes, fmt.Sprintf("Memory: each crawl runs in a child process (this binary's hidden "+
+			"internal-bench-child command: crawl.ReadSeeds, storage.Open, crawl.New, Run, as `crawl` does), "+
+			"serving sites from this process. Peak is the larger of VmHWM sampled from /proc/PID/status every "+
+			"20 ms and the child's own VmHWM as it exits. The million-URL runs stop after %d pages each; the resumed "+
+			"run reopens the same file with no seeds. Growth samples VmRSS when the site has served 25, 50 "+
+			"and 100%% of the pages.", m.QueuedPages))
+	}
+	return notes
+}
+
+func (r *Report) deadNote(d *DeadResult) []string {
+	notes := []string{fmt.Sprintf("Dead host: %s plus one host that accepts connections and never answers, "+
+		"with %d distinct URLs, each live page linking %d of them; crawled from every root (the dead one "+
+		"included) with timeout %s, --retries %d for all three runs, breaker threshold %d, probes %d, rest %s, "+
+		"--give-up-after %s. The crawl cannot end until the dead host is given up (its URLs stay queued), so "+
+		"give-up-after must be short for a sweep. The baseline is a separate site of the same live hosts "+
+		"with no dead links on its pages.", d.Site, d.DeadURLs, d.DeadLinksPerPage, d.Timeout, d.Retries,
+		d.Threshold, d.Probes, d.Rest, d.GiveUpAfter)}
+	notes = append(notes, "Worker-seconds are the sum of duration_ms of the dead host's stored results: with "+
+		"no retries every attempt, robots.txt attempts included, ends in a stored result. Requests are "+
+		"connections accepted by the dead host (it never answers, so each request is one connection).")
+	if d.Off != nil && d.Off.Capped {
+		notes = append(notes, fmt.Sprintf("The breaker-off run was stopped at %s with %d dead URLs left: "+
+			"its wall time, worker-seconds and the ratios built on them are lower bounds.",
+			d.Off.Wall.Round(1e9), d.Off.DeadLeft))
+	}
+	return notes
+}

@@ -1,0 +1,274 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Targets of issue 5.
+const (
+	TargetCrawlRatio     = 0.30
+	TargetDeadTimeRatio  = 1.15
+	TargetWorkerSecRatio = 50.0
+	TargetEnqueuePerSec  = 200_000.0
+	TargetLeasePerSec    = 100_000.0
+	TargetPeakKB         = 150 * 1000 // 150 MB
+	TargetGrowth         = 0.20
+)
+
+// Row is one line of the table. Verdict is "met", "MISSED", "unknown"
+// (a lower bound that cannot settle the target) or "" (no target).
+type Row struct {
+	Section, Figure, Value, Target, Verdict string
+}
+
+func verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "MISSED"
+}
+
+// Rows returns the table's lines, section by section.
+func (r *Report) Rows() []Row {
+	var rows []Row
+	rows = append(rows, r.ceilingRows()...)
+	rows = append(rows, r.crawlRows()...)
+	rows = append(rows, r.deadRows()...)
+	rows = append(rows, r.frontierRows()...)
+	rows = append(rows, r.memoryRows()...)
+	return rows
+}
+
+func (r *Report) ceilingRows() []Row {
+	c := r.Ceiling
+	if c == nil {
+		return nil
+	}
+	rows := []Row{{"ceiling", fmt.Sprintf("raw fetch loop, %s (%d URLs, %s)", c.Site, c.Pages, secs(c.Wall)),
+		rate(c.PagesPerSec, "pages/s"), "", ""}}
+	if c.Errors > 0 {
+		rows = append(rows, Row{"ceiling", "errors (transport or non-200)", strconv.Itoa(c.Errors), "0", verdict(false)})
+	}
+	return rows
+}
+
+func (r *Report) crawlRows() []Row {
+	c := r.Crawl
+	if c == nil {
+		return nil
+	}
+	t := c.Traffic
+	rows := []Row{
+		{"crawl", fmt.Sprintf("distinct pages/s (%d fetched in %s)", c.Fetched, secs(c.Wall)), rate(c.PagesPerSec, "pages/s"), "", ""},
+	}
+	if c.RatioToCeiling > 0 {
+		rows = append(rows, Row{"crawl", "ratio to ceiling", pct(c.RatioToCeiling), ">= " + pct(TargetCrawlRatio),
+			verdict(c.RatioToCeiling >= TargetCrawlRatio)})
+	}
+	return append(rows,
+		Row{"crawl", "page requests / distinct pages served", fmt.Sprintf("%d / %d", t.PageRequests, t.DistinctPages),
+			"no refetch", verdict(t.Duplicates() == 0 && t.DistinctPages == c.Site.URLs())},
+		Row{"crawl", "robots.txt requests (not counted above)", strconv.Itoa(t.RobotsRequests), "", ""},
+		Row{"crawl", "failed URLs / database file", fmt.Sprintf("%d / %s", c.Failed, mb(c.DBBytes)), "", ""},
+	)
+}
+
+func (r *Report) deadRows() []Row {
+	d := r.Dead
+	if d == nil {
+		return nil
+	}
+	var rows []Row
+	add := func(fig, val, target, v string) { rows = append(rows, Row{"dead", fig, val, target, v}) }
+	if b := d.Baseline; b != nil {
+		add(fmt.Sprintf("without dead host: wall (%d fetched)", b.Fetched), secs(b.Wall), "", "")
+	}
+	for _, run := range []*DeadRun{d.On, d.Off} {
+		if run != nil {
+			rows = append(rows, d.runRows(run)...)
+		}
+	}
+	if d.On != nil && d.Off != nil {
+		ratio := d.WorkerSecondsRatio()
+		v := verdict(ratio >= TargetWorkerSecRatio)
+		val := fmt.Sprintf("%.1fx", ratio)
+		if d.Off.Capped {
+			val = ">= " + val
+			if ratio < TargetWorkerSecRatio {
+				v = "unknown"
+			}
+		}
+		add("worker-seconds on dead host, off / on", val, fmt.Sprintf(">= %.0fx", TargetWorkerSecRatio), v)
+	}
+	return rows
+}
+
+func (d *DeadResult) runRows(run *DeadRun) []Row {
+	label := "breaker on"
+	if !run.Breaker {
+		label = "breaker off"
+	}
+	lower := ""
+	if run.Capped {
+		lower = ">= "
+	}
+	ratio := d.TimeRatio(run)
+	timeVerdict, timeTarget := "", ""
+	if run.Breaker {
+		timeTarget, timeVerdict = fmt.Sprintf("<= %.2fx", TargetDeadTimeRatio), verdict(ratio <= TargetDeadTimeRatio)
+	}
+	rows := []Row{
+		{"dead", fmt.Sprintf("%s: wall (%d fetched)", label, run.Fetched), lower + secs(run.Wall), "", ""},
+		{"dead", label + ": time ratio to no dead host", lower + fmt.Sprintf("%.2fx", ratio), timeTarget, timeVerdict},
+	}
+	connTarget, connVerdict := "", ""
+	if run.Breaker {
+		connTarget, connVerdict = fmt.Sprintf("<= %d", d.ConnLimit), verdict(run.DeadMaxPerRest <= d.ConnLimit)
+	}
+	rows = append(rows,
+		Row{"dead", label + ": dead-host requests (max in one rest)",
+			fmt.Sprintf("%d (%d)", run.Traffic.DeadConnections, run.DeadMaxPerRest), connTarget, connVerdict},
+		Row{"dead", label + ": worker-seconds on dead host", lower + fmt.Sprintf("%.1f s", run.DeadWorkerSeconds), "", ""},
+		Row{"dead", label + ": dead URLs recorded / left", deadOutcome(run), "", ""},
+	)
+	if dup := run.Traffic.Duplicates(); dup != 0 {
+		rows = append(rows, Row{"dead", label + ": live pages fetched twice", strconv.Itoa(dup), "0", verdict(false)})
+	}
+	return rows
+}
+
+// deadOutcome lists the dead host's stored results by class and what is left.
+func deadOutcome(run *DeadRun) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(run.DeadResults)) {
+		name := k
+		if name == "" {
+			name = "ok"
+		}
+		parts = append(parts, fmt.Sprintf("%s %d", name, run.DeadResults[k]))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "none")
+	}
+	return fmt.Sprintf("%s / %d", strings.Join(parts, ", "), run.DeadLeft)
+}
+
+func (r *Report) frontierRows() []Row {
+	f := r.Frontier
+	if f == nil {
+		return nil
+	}
+	return []Row{
+		{"frontier", fmt.Sprintf("enqueue %d URLs over %d hosts, %d per Add (%s)", f.URLs, f.Hosts, f.AddBatch, secs(f.EnqueueWall)),
+			rate(f.EnqueuePerSec, "URLs/s"), ">= " + rate(TargetEnqueuePerSec, "/s"), verdict(f.EnqueuePerSec >= TargetEnqueuePerSec)},
+		{"frontier", fmt.Sprintf("lease+complete, %d workers, %d per host (%s)", f.Workers, f.HostConcurrency, secs(f.LeaseWall)),
+			rate(f.LeasePerSec, "URLs/s"), ">= " + rate(TargetLeasePerSec, "/s"), verdict(f.LeasePerSec >= TargetLeasePerSec)},
+		{"frontier", "file size: all queued / all completed", mb(f.QueuedBytes) + " / " + mb(f.FileBytes), "", ""},
+		{"frontier", fmt.Sprintf("frontier.NewItem, not in the rates (%s)", secs(f.PrepareWall)),
+			rate(float64(f.URLs)/f.PrepareWall.Seconds(), "URLs/s"), "", ""},
+	}
+}
+
+func (r *Report) memoryRows() []Row {
+	m := r.Memory
+	if m == nil {
+		return nil
+	}
+	var rows []Row
+	peak := func(run *MemoryRun, fig string) {
+		if run == nil {
+			return
+		}
+		rows = append(rows, Row{"memory", fmt.Sprintf("%s (%d queued at stop, %s)", fig, run.Child.Queued, secs(run.Wall)),
+			mb(run.PeakKB * 1000), "<= " + mb(TargetPeakKB*1000), verdict(run.PeakKB <= TargetPeakKB)})
+	}
+	peak(m.Seeded, fmt.Sprintf("peak RSS, crawl --seeds of %d URLs", m.QueuedSite.URLs()))
+	peak(m.Resumed, "peak RSS, same file resumed")
+	if g := m.Growth; g != nil {
+		for _, s := range g.Samples {
+			rows = append(rows, Row{"memory", fmt.Sprintf("RSS at %d%% of a %d-page crawl (%d pages served)", s.Percent, m.GrowthSite.URLs(), s.Pages),
+				mb(s.RSSKB * 1000), "", ""})
+		}
+		if ratio, ok := m.GrowthRatio(); ok {
+			rows = append(rows, Row{"memory", "RSS growth from 25% to 100%", fmt.Sprintf("%+.1f%%", ratio*100),
+				"within 20%", verdict(ratio <= TargetGrowth && ratio >= -TargetGrowth)})
+		}
+		rows = append(rows, Row{"memory", fmt.Sprintf("peak RSS of that crawl (%d fetched)", g.Child.Fetched), mb(g.PeakKB * 1000), "", ""})
+	}
+	return rows
+}
+
+// WriteTable prints the machine, the table and the notes on method.
+func (r *Report) WriteTable(w io.Writer) error {
+	m := r.Machine
+	mode := "full configuration"
+	if r.Quick {
+		mode = "quick configuration"
+	}
+	fmt.Fprintf(w, "breakwater bench, %s, %s, took %s\n", m.Date.Format("2006-01-02 15:04 MST"), mode, r.Took.Round(time.Second))
+	fmt.Fprintf(w, "machine: %s/%s, %d CPUs, GOMAXPROCS %d, %s", m.OS, m.Arch, m.CPUs, m.GOMAXPROCS, m.GoVersion)
+	if m.CPUModel != "" {
+		fmt.Fprintf(w, ", %s", m.CPUModel)
+	}
+	fmt.Fprint(w, "\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SECTION\tFIGURE\tVALUE\tTARGET\tVERDICT")
+	for _, row := range r.Rows() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", row.Section, row.Figure, row.Value, row.Target, row.Verdict)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range r.Notes() {
+		fmt.Fprintf(w, "\n%s", wrap(n, 100))
+	}
+	return nil
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }
+
+func pct(f float64) string { return fmt.Sprintf("%.1f%%", f*100) }
+
+func mb(bytes int64) string { return fmt.Sprintf("%.1f MB", float64(bytes)/1e6) }
+
+// rate formats v with thousands separators, e.g. "212,345 URLs/s".
+func rate(v float64, unit string) string {
+	s := strconv.FormatInt(int64(v+0.5), 10)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if strings.HasPrefix(unit, "/") {
+		return b.String() + unit
+	}
+	return b.String() + " " + unit
+}
+
+// wrap breaks a paragraph into lines of at most width bytes, plus a newline.
+func wrap(s string, width int) string {
+	var b strings.Builder
+	line := 0
+	for i, word := range strings.Fields(s) {
+		if i > 0 && line+1+len(word) > width {
+			b.WriteByte('\n')
+			line = 0
+		} else if i > 0 {
+			b.WriteByte(' ')
+			line++
+		}
+		b.WriteString(word)
+		line += len(word)
+	}
+	b.WriteByte('\n')
+	return b.String()
+}

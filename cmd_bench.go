@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime/pprof"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"breakwater/bench"
+)
+
+// benchChildCommand is the hidden command the memory section re-executes
+// this binary with, so that only the crawler's memory is measured.
+const benchChildCommand = "internal-bench-child"
+
+// benchFlags binds the bench command's flags.
+type benchFlags struct {
+	quick      bool
+	only       string
+	cpuProfile string
+	tmpDir     string
+	asJSON     bool
+	log        logFlags
+}
+
+func (b *benchFlags) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&b.quick, "quick", false, "small configuration for smoke tests (well under a minute)")
+	fs.StringVar(&b.only, "only", "", "comma-separated sections to run: "+strings.Join(bench.AllSections, ",")+" (default all)")
+	fs.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (every section but memory) to this file")
+	fs.StringVar(&b.tmpDir, "tmpdir", "", "directory for the run's temporary databases (default: the system's)")
+	fs.BoolVar(&b.asJSON, "json", false, "print the report as JSON instead of a table")
+	b.log.addFlags(fs)
+	// The crawls' own logs would drown the table: warnings only, unless asked.
+	b.log.level = "warn"
+	fs.Lookup("log-level").DefValue = "warn"
+}
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	b := &benchFlags{}
+	fs := newFlagSet("bench", "bench [flags]", stdout)
+	b.addFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("bench takes no arguments, got %q", fs.Args())
+	}
+	cfg, err := b.config(stderr)
+	if err != nil {
+		return err
+	}
+	stopProfile, err := startCPUProfile(b.cpuProfile)
+	if err != nil {
+		return err
+	}
+	report, err := bench.Run(ctx, cfg)
+	err = errors.Join(err, stopProfile())
+	if report != nil {
+		report.Quick = b.quick
+		if b.asJSON {
+			err = errors.Join(err, writeJSON(stdout, report))
+		} else {
+			err = errors.Join(err, report.WriteTable(stdout))
+		}
+	}
+	return err
+}
+
+// config builds the bench configuration the flags ask for.
+func (b *benchFlags) config(stderr io.Writer) (bench.Config, error) {
+	cfg := bench.DefaultConfig()
+	if b.quick {
+		cfg = bench.QuickConfig()
+	}
+	sections, err := bench.ParseSections(b.only)
+	if err != nil {
+		return cfg, usagef("--only: %v", err)
+	}
+	cfg.Sections = sections
+	if cfg.Logger, err = b.log.logger(stderr); err != nil {
+		return cfg, err
+	}
+	cfg.TempDir = b.tmpDir
+	cfg.Log = func(format string, args ...any) { fmt.Fprintf(stderr, "bench: "+format+"\n", args...) }
+	exe, err := os.Executable()
+	if err != nil {
+		return cfg, fmt.Errorf("find this binary for the memory section: %w", err)
+	}
+	cfg.Child = func(ctx context.Context, args []string) *exec.Cmd {
+		return exec.CommandContext(ctx, exe, append([]string{benchChildCommand}, args...)...)
+	}
+	return cfg, nil
+}
+
+// startCPUProfile starts profiling into path ("" does nothing) and returns
+// the function that stops it and closes the file.
+func startCPUProfile(path string) (func() error, error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, usagef("--cpuprofile: %v", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start CPU profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
+}
+
+// runBenchChild is the hidden entry point of the memory section's child.
+func runBenchChild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return bench.Child(ctx, args, stdout)
+}
