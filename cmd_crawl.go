@@ -89,16 +89,10 @@ func (c *crawlFlags) finish(args []string) error {
 		return usageError{err}
 	}
 	if c.seedsFile != "" {
-		f, err := os.Open(c.seedsFile)
-		if err != nil {
-			return usagef("--seeds: %v", err)
+		if err := checkSeedsFile(c.seedsFile); err != nil {
+			return err
 		}
-		defer f.Close()
-		seeds, err := crawl.ReadSeeds(f, c.seedsFile)
-		if err != nil {
-			return usagef("--seeds: %v", err)
-		}
-		c.opts.Seeds = append(c.opts.Seeds, seeds...)
+		c.opts.SeedsFile = c.seedsFile
 	}
 	if err := c.opts.Validate(); err != nil {
 		return usageError{err}
@@ -125,7 +119,7 @@ func crawlInto(ctx context.Context, opts crawl.Options, stdout io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if fresh && len(opts.Seeds) == 0 {
+	if fresh && len(opts.Seeds) == 0 && opts.SeedsFile == "" {
 		db.Close()
 		os.Remove(opts.DB)
 		return usagef("no seed URLs: give them as arguments or with --seeds (or resume an existing --db)")
@@ -160,4 +154,18 @@ func crawlInto(ctx context.Context, opts crawl.Options, stdout io.Writer) error 
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// checkSeedsFile reads the seeds file once before anything is created, so a
+// bad line is a usage error that names the file and line.
+func checkSeedsFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return usagef("--seeds: %v", err)
+	}
+	defer f.Close()
+	if err := crawl.ForEachSeed(f, path, func(string) error { return nil }); err != nil {
+		return usagef("--seeds: %v", err)
+	}
+	return nil
 }

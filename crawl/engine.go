@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,7 +28,6 @@ type Engine struct {
 	hosts    *hostTable
 	scope    *scope
 	token    string // product token: robots.txt group and refusal matching
-	seeds    []storage.Item
 	log      *slog.Logger
 
 	fetchCtx  context.Context // cancelled StopGrace after a stop: in-flight requests end
@@ -47,8 +47,8 @@ type Summary struct {
 
 // settings are stored in the file so a resumed crawl keeps its seeds' scope.
 type settings struct {
-	Seeds []string `json:"seeds"`
-	Scope string   `json:"scope"`
+	SeedHosts []string `json:"seed_hosts"`
+	Scope     string   `json:"scope"`
 }
 
 // New prepares a crawl over db: it validates opts, loads what the file
@@ -78,18 +78,17 @@ func New(opts Options, db *storage.DB) (*Engine, error) {
 	if err := e.loadBreakers(); err != nil {
 		return nil, err
 	}
-	seeds, err := e.prepareSeeds()
-	if err != nil {
+	if err := e.prepareSeeds(); err != nil {
 		return nil, err
 	}
-	e.seeds = seeds
 	// The frontier opens here, not in Run, so that the control socket can
 	// answer for this engine as soon as it exists. Run closes it.
-	e.front, err = frontier.Open(db, frontier.Options{HostConcurrency: opts.HostConcurrency,
+	front, err := frontier.Open(db, frontier.Options{HostConcurrency: opts.HostConcurrency,
 		Now: opts.Now, Logger: opts.Logger})
 	if err != nil {
 		return nil, err
 	}
+	e.front = front
 	e.fetcher = NewFetcher(FetchOptions{UserAgent: opts.UserAgent, Timeout: opts.Timeout,
 		ConnectTimeout: opts.ConnectTimeout, MaxBody: opts.MaxBody, AllowPrivate: opts.AllowPrivate,
 		MaxConnsPerHost: opts.HostConcurrency})
@@ -100,10 +99,7 @@ func New(opts Options, db *storage.DB) (*Engine, error) {
 // MaxDuration or MaxPages is reached.
 func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	start := e.opts.Now()
-	if err := e.front.Add(e.seeds...); err != nil {
-		e.front.Close()
-		return Summary{}, fmt.Errorf("enqueue seeds: %w", err)
-	}
+	go e.feedSeeds(e.front.Feed())
 
 	stopCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -211,48 +207,101 @@ func (e *Engine) logProgress() {
 		"deferred", c.Deferred, "in_flight", e.front.InFlight())
 }
 
-func (e *Engine) prepareSeeds() ([]storage.Item, error) {
+// prepareSeeds checks every seed, records the seeds' hosts in the file (so
+// a resumed crawl keeps its scope without its seed list) and, with
+// RetryFailed, requeues failed URLs. The seeds themselves are enqueued by
+// feedSeeds once the crawl runs.
+func (e *Engine) prepareSeeds() error {
 	var st settings
 	if data, err := e.db.Settings(); err == nil {
 		if err := json.Unmarshal(data, &st); err != nil {
-			return nil, fmt.Errorf("read stored crawl settings: %w", err)
+			return fmt.Errorf("read stored crawl settings: %w", err)
 		}
 	} else if !errors.Is(err, storage.ErrNotFound) {
-		return nil, err
+		return err
 	}
-	known := map[string]bool{}
-	for _, s := range st.Seeds {
-		known[s] = true
+	hosts := map[string]bool{}
+	for _, h := range st.SeedHosts {
+		hosts[h] = true
 	}
-	var items []storage.Item
-	for _, raw := range e.opts.Seeds {
-		it, err := frontier.NewItem(raw, 0, 0)
-		if err != nil {
-			return nil, fmt.Errorf("seed %q: %w", raw, err)
+	err := e.eachSeed(func(it storage.Item) error {
+		if !hosts[it.Host] {
+			hosts[it.Host] = true
+			st.SeedHosts = append(st.SeedHosts, it.Host)
 		}
-		items = append(items, it)
-		if !known[raw] {
-			st.Seeds, known[raw] = append(st.Seeds, raw), true
-		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	st.Scope = e.opts.Scope
-	var hosts []string
-	for _, raw := range st.Seeds {
-		if h, err := frontier.HostKey(raw); err == nil {
-			hosts = append(hosts, h)
-		}
-	}
-	e.scope = newScope(&e.opts, hosts)
+	e.scope = newScope(&e.opts, st.SeedHosts)
 	data, _ := json.Marshal(&st)
 	if err := e.db.PutSettings(data); err != nil {
-		return nil, fmt.Errorf("store crawl settings: %w", err)
+		return fmt.Errorf("store crawl settings: %w", err)
 	}
 	if e.opts.RetryFailed {
 		n, err := e.db.RequeueFailed()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		e.log.Info("requeued failed URLs", "count", n)
 	}
-	return items, nil
+	return nil
+}
+
+// eachSeed calls fn with every seed, from Seeds and then SeedsFile, read as
+// a stream so a million seeds never sit in memory at once.
+func (e *Engine) eachSeed(fn func(storage.Item) error) error {
+	for _, raw := range e.opts.Seeds {
+		it, err := frontier.NewItem(raw, 0, 0)
+		if err != nil {
+			return fmt.Errorf("seed %q: %w", raw, err)
+		}
+		if err := fn(it); err != nil {
+			return err
+		}
+	}
+	if e.opts.SeedsFile == "" {
+		return nil
+	}
+	f, err := os.Open(e.opts.SeedsFile)
+	if err != nil {
+		return fmt.Errorf("seeds: %w", err)
+	}
+	defer f.Close()
+	return ForEachSeed(f, e.opts.SeedsFile, func(raw string) error {
+		it, err := frontier.NewItem(raw, 0, 0)
+		if err != nil {
+			return fmt.Errorf("%s: %w", e.opts.SeedsFile, err)
+		}
+		return fn(it)
+	})
+}
+
+// feedSeeds enqueues the seeds in chunks while the workers already crawl.
+// The frontier counts the feed as pending work, so the crawl cannot end
+// before the last seed is in.
+func (e *Engine) feedSeeds(done func()) {
+	defer done()
+	const chunk = 4096
+	batch := make([]storage.Item, 0, chunk)
+	flush := func() error {
+		err := e.front.Add(batch...)
+		batch = make([]storage.Item, 0, chunk)
+		return err
+	}
+	err := e.eachSeed(func(it storage.Item) error {
+		batch = append(batch, it)
+		if len(batch) == chunk {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		e.log.Error("enqueue seeds", "err", err)
+	}
 }

@@ -21,6 +21,7 @@ const (
 type Options struct {
 	DB              string
 	Seeds           []string
+	SeedsFile       string // one URL a line, streamed (see ReadSeeds)
 	Workers         int
 	HostConcurrency int
 	Delay           time.Duration // minimum gap between request starts to one host

@@ -14,6 +14,16 @@ import (
 // whole file with an error naming the file, the line and what is wrong.
 func ReadSeeds(r io.Reader, name string) ([]string, error) {
 	var seeds []string
+	err := ForEachSeed(r, name, func(s string) error {
+		seeds = append(seeds, s)
+		return nil
+	})
+	return seeds, err
+}
+
+// ForEachSeed is ReadSeeds as a stream: fn gets each seed in turn, and an
+// error from fn stops the reading and is returned.
+func ForEachSeed(r io.Reader, name string, fn func(string) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -25,12 +35,14 @@ func ReadSeeds(r io.Reader, name string) ([]string, error) {
 			continue
 		}
 		if _, err := frontier.NewItem(line, 0, 0); err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", name, n, err)
+			return fmt.Errorf("%s line %d: %w", name, n, err)
 		}
-		seeds = append(seeds, line)
+		if err := fn(line); err != nil {
+			return err
+		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", name, err)
+		return fmt.Errorf("read %s: %w", name, err)
 	}
-	return seeds, nil
+	return nil
 }

@@ -77,6 +77,7 @@ type Frontier struct {
 	wake    chan struct{} // closed and replaced to wake every waiting Next
 	leased  int           // leases in flight, all hosts
 	loading int           // buffer refills requested or in progress
+	feeding int           // feeds (seed streams) still adding URLs
 	// loadQueue holds hosts waiting for the writer to refill their buffers.
 	loadQueue []*hostQueue
 	closed    bool
@@ -187,7 +188,7 @@ func (f *Frontier) leaseLocked(h *hostQueue) *Lease {
 // help: no lease in flight, no write pending, nothing deferred, and every
 // host with queued URLs is held.
 func (f *Frontier) idleLocked() bool {
-	if f.leased > 0 || f.loading > 0 || f.writer.busy() {
+	if f.leased > 0 || f.loading > 0 || f.feeding > 0 || f.writer.busy() {
 		return false
 	}
 	for _, h := range f.hosts {
@@ -196,6 +197,24 @@ func (f *Frontier) idleLocked() bool {
 		}
 	}
 	return true
+}
+
+// Feed announces a producer that will Add URLs for a while (seeds read from
+// a file while the crawl runs): until done is called, Next does not report
+// exhaustion.
+func (f *Frontier) Feed() (done func()) {
+	f.mu.Lock()
+	f.feeding++
+	f.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			f.mu.Lock()
+			f.feeding--
+			f.broadcastLocked()
+			f.mu.Unlock()
+		})
+	}
 }
 
 // HeldWork is the number of queued URLs of held hosts: work left that only a
