@@ -44,7 +44,9 @@ func (e *Engine) process(l *frontier.Lease) {
 	if !ok {
 		return
 	}
-	if !e.takeToken(l, hs, ticket, now) {
+	// The token is taken at the time the request really starts, not when the
+	// lease was handed out: a stale time would let requests bunch up.
+	if !e.takeToken(l, hs, ticket, e.opts.Now()) {
 		return
 	}
 	if need == needRobots {

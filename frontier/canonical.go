@@ -48,26 +48,28 @@ var (
 // Reserved escapes such as %2F stay encoded; the query order is kept.
 // Canonicalize is idempotent.
 func Canonicalize(raw string) (string, error) {
+	canonical, _, err := canonicalWithHost(raw)
+	return canonical, err
+}
+
+// canonicalWithHost parses raw once and returns both its canonical form and
+// its host key: the frontier needs both for every URL it sees.
+func canonicalWithHost(raw string) (canonical, host string, err error) {
 	u, err := parseHTTP(canonParser, raw)
 	if err != nil {
-		return "", fmt.Errorf("canonicalize %q: %w", shorten(raw), err)
+		return "", "", fmt.Errorf("canonicalize %q: %w", shorten(raw), err)
 	}
 	if u.Query() == "" {
 		u.SetSearch("") // "?" alone means the same resource as no query
 	}
 	out := normalizePercent(u.Href(true))
 	if len(out) > MaxURLLength {
-		return "", fmt.Errorf("canonicalize %q: %w (%d bytes normalized)", shorten(raw), ErrURLTooLong, len(out))
+		return "", "", fmt.Errorf("canonicalize %q: %w (%d bytes normalized)", shorten(raw), ErrURLTooLong, len(out))
 	}
-	return out, nil
+	// The parser has already dropped a default port, so Host is the key.
+	return out, u.Host(), nil
 }
 
-// Resolve resolves ref against base the way a browser resolves a link or a
-// Location header, and returns the absolute URL without its fragment but
-// otherwise as written: this original form is what gets fetched. An empty
-// base requires ref to be absolute. Resolve fails for schemes other than http
-// and https (javascript:, mailto:, data:, ftp:, ...), for URLs Go's net/http
-// could not request, and for results longer than MaxURLLength.
 func Resolve(base, ref string) (string, error) {
 	if base == "" {
 		u, err := parseHTTP(resolveParse, ref)

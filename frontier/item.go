@@ -1,22 +1,14 @@
 package frontier
 
-import (
-	"fmt"
-
-	"breakwater/storage"
-)
+import "breakwater/storage"
 
 // NewItem prepares a URL for the frontier: its dedupe hash comes from the
 // canonical form, while the URL itself is kept as written, since that is
 // what gets fetched.
 func NewItem(rawURL string, depth, redirects int) (storage.Item, error) {
-	canonical, err := Canonicalize(rawURL)
+	canonical, host, err := canonicalWithHost(rawURL)
 	if err != nil {
 		return storage.Item{}, err
-	}
-	host, err := HostKey(canonical)
-	if err != nil {
-		return storage.Item{}, fmt.Errorf("host of %q: %w", rawURL, err)
 	}
 	return storage.Item{Host: host, URL: rawURL, Hash: storage.HashOf(canonical), Depth: depth, Redirects: redirects}, nil
 }

@@ -50,8 +50,10 @@ func (b *Batch) Add(it Item) { b.ops = append(b.ops, op{kind: opAdd, item: it}) 
 func (b *Batch) Requeue(it Item) { b.ops = append(b.ops, op{kind: opRequeue, item: it}) }
 
 // Complete removes it from the queue and stores its result, atomically.
+// The result is encoded here, in the caller's goroutine, so the single
+// writer only copies bytes.
 func (b *Batch) Complete(it Item, r *Result) {
-	b.ops = append(b.ops, op{kind: opComplete, item: it, result: r})
+	b.ops = append(b.ops, op{kind: opComplete, item: it, value: encodeResult(r)})
 }
 
 // Defer moves it from the queue to the deferred bucket, due at due.
@@ -162,7 +164,7 @@ func (w *batchWriter) apply(o *op) error {
 	case opRequeue:
 		return w.enqueue(o.item)
 	case opComplete:
-		return w.complete(o.item, o.result)
+		return w.complete(o.item, o.value)
 	case opDefer:
 		return w.deferItem(o.item, o.due)
 	case opPromote:
@@ -202,10 +204,11 @@ func (w *batchWriter) enqueue(it Item) error {
 // dequeue deletes the queue entry of it, reporting whether it was there.
 func (w *batchWriter) dequeue(it Item) (bool, error) {
 	k := queueKey(it.Host, it.Seq)
-	if w.queue.Get(k) == nil {
+	c := w.queue.Cursor()
+	if found, _ := c.Seek(k); !bytes.Equal(found, k) {
 		return false, nil
 	}
-	if err := w.queue.Delete(k); err != nil {
+	if err := c.Delete(); err != nil {
 		return false, err
 	}
 	w.counts.Queued--
@@ -213,30 +216,23 @@ func (w *batchWriter) dequeue(it Item) (bool, error) {
 	return true, nil
 }
 
-func (w *batchWriter) complete(it Item, r *Result) error {
+func (w *batchWriter) complete(it Item, encoded []byte) error {
 	if _, err := w.dequeue(it); err != nil {
 		return err
 	}
-	return w.putResult(it.Hash, it.Host, r)
+	return w.putResult(it.Hash, it.Host, encoded)
 }
 
-func (w *batchWriter) putResult(h Hash, host string, r *Result) error {
-	if old := w.results.Get(h[:]); old != nil {
-		var prev Result
-		if json.Unmarshal(old, &prev) == nil {
-			w.countResult(host, &prev, -1)
-		}
+func (w *batchWriter) putResult(h Hash, host string, encoded []byte) error {
+	if old := w.results.Get(h[:]); len(old) > 0 {
+		w.countResult(host, old[0] == resultFailed, -1)
 	}
-	data, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("encode result for %s: %w", r.URL, err)
-	}
-	w.countResult(host, r, 1)
-	return w.results.Put(h[:], data)
+	w.countResult(host, encoded[0] == resultFailed, 1)
+	return w.results.Put(h[:], encoded)
 }
 
-func (w *batchWriter) countResult(host string, r *Result, sign int64) {
-	if r.Failed() {
+func (w *batchWriter) countResult(host string, failed bool, sign int64) {
+	if failed {
 		w.counts.Failed += sign
 		w.delta(host).Failed += sign
 	} else {
@@ -297,7 +293,7 @@ func (w *batchWriter) failHost(host string, template *Result) error {
 		failed[it.Seq] = true
 		r := *template
 		r.URL, r.FinalURL, r.Host, r.Depth, r.Attempts = it.URL, it.URL, it.Host, it.Depth, it.Attempts
-		if err := w.complete(it, &r); err != nil {
+		if err := w.complete(it, encodeResult(&r)); err != nil {
 			return err
 		}
 	}

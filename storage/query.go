@@ -69,8 +69,8 @@ func (db *DB) NextDue() (due int64, ok bool, err error) {
 func (db *DB) ForEachResult(fn func(r *Result) error) error {
 	return db.bolt.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketResults).ForEach(func(k, v []byte) error {
-			var r Result
-			if err := json.Unmarshal(v, &r); err != nil {
+			r, err := decodeResult(v)
+			if err != nil {
 				return fmt.Errorf("decode result %x: %w", k, err)
 			}
 			return fn(&r)
@@ -91,8 +91,11 @@ func (db *DB) RequeueFailed() (int, error) {
 		}
 		var failed []Item
 		err = tx.Bucket(bucketResults).ForEach(func(k, v []byte) error {
-			var r Result
-			if err := json.Unmarshal(v, &r); err != nil {
+			if len(v) > 0 && v[0] != resultFailed {
+				return nil
+			}
+			r, err := decodeResult(v)
+			if err != nil {
 				return fmt.Errorf("decode result %x: %w", k, err)
 			}
 			var h Hash

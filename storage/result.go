@@ -1,6 +1,10 @@
 package storage
 
-import "time"
+import (
+	"encoding/json"
+	"errors"
+	"time"
+)
 
 // Result is the stored outcome of fetching one URL. Its JSON form is the
 // export format: one object a line.
@@ -52,3 +56,34 @@ func (c *HostCounts) add(d HostCounts) {
 }
 
 func (c *HostCounts) zero() bool { return *c == HostCounts{} }
+
+// A stored result is one flag byte and the JSON of the Result: the flag lets
+// a commit adjust the counters when a result is replaced without decoding it.
+const (
+	resultPage   = 'P'
+	resultFailed = 'F'
+)
+
+func encodeResult(r *Result) []byte {
+	flag := byte(resultPage)
+	if r.Failed() {
+		flag = resultFailed
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		// A Result holds only strings, numbers and times: this cannot fail.
+		panic("encode result: " + err.Error())
+	}
+	return append([]byte{flag}, data...)
+}
+
+var errBadResult = errors.New("malformed result record")
+
+func decodeResult(v []byte) (Result, error) {
+	var r Result
+	if len(v) < 2 || (v[0] != resultPage && v[0] != resultFailed) {
+		return r, errBadResult
+	}
+	err := json.Unmarshal(v[1:], &r)
+	return r, err
+}

@@ -74,7 +74,8 @@ func Open(path string, opts *Options) (*DB, error) {
 			return nil, fmt.Errorf("open database %s: %w", path, err)
 		}
 	}
-	bdb, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: timeout, ReadOnly: opts.ReadOnly, NoFreelistSync: true})
+	bdb, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: timeout, ReadOnly: opts.ReadOnly,
+		NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		switch {
 		case errors.Is(err, bolterrors.ErrTimeout):

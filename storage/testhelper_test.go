@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -207,9 +206,12 @@ func readSnapshot(tx *bolt.Tx, s *snapshot) error {
 		return err
 	}
 	return tx.Bucket(bucketResults).ForEach(func(k, v []byte) error {
-		var r Result
-		if err := json.Unmarshal(v, &r); err != nil {
+		r, err := decodeResult(v)
+		if err != nil {
 			return err
+		}
+		if (v[0] == resultFailed) != r.Failed() {
+			return fmt.Errorf("result %x: flag %q disagrees with error class %q", k, v[0], r.ErrorClass)
 		}
 		s.Results[Hash(k)] = r
 		return nil
