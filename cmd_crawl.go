@@ -21,7 +21,6 @@ type crawlFlags struct {
 	seedsFile string
 	include   []string
 	exclude   []string
-	maxBody   int64
 	log       logFlags
 }
 

@@ -5,43 +5,41 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
 // TestEveryPackageHasADocComment keeps the codebase readable top-down: each
 // package states what it owns in one place.
 func TestEveryPackageHasADocComment(t *testing.T) {
-	dirs := []string{"."}
-	entries, err := os.ReadDir(".")
+	documented := map[string]bool{} // directory -> some file has a package doc
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || filepath.Ext(path) != ".go" || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		dir := filepath.Dir(path)
+		documented[dir] = documented[dir] || f.Doc != nil
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range entries {
-		if e.IsDir() && e.Name()[0] != '.' && e.Name() != "testdata" {
-			dirs = append(dirs, e.Name())
+	if len(documented) < 8 {
+		t.Fatalf("found only %d package directories; the walk is broken", len(documented))
+	}
+	for dir, ok := range documented {
+		if !ok {
+			t.Errorf("package in %s has no doc comment", dir)
 		}
 	}
-	for _, dir := range dirs {
-		pkgs, err := parser.ParseDir(token.NewFileSet(), dir, func(fi os.FileInfo) bool {
-			return filepath.Ext(fi.Name()) == ".go" && !isTestFile(fi.Name())
-		}, parser.ParseComments|parser.PackageClauseOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for name, pkg := range pkgs {
-			documented := false
-			for _, f := range pkg.Files {
-				if f.Doc != nil {
-					documented = true
-				}
-			}
-			if !documented {
-				t.Errorf("package %s in %s has no doc comment", name, dir)
-			}
-		}
-	}
-}
-
-func isTestFile(name string) bool {
-	return len(name) > 8 && name[len(name)-8:] == "_test.go"
 }
