@@ -120,7 +120,7 @@ func (f *Frontier) Add(items ...storage.Item) error {
 	if len(items) == 0 {
 		return nil
 	}
-	return f.writer.submit(func(b *storage.Batch) {
+	return f.writer.submit(len(items), func(b *storage.Batch) {
 		for _, it := range items {
 			b.Add(it)
 		}

@@ -38,7 +38,7 @@ func (f *Frontier) Started(l *Lease, next time.Time) {
 // queue entry is deleted in the same commit that stores the result.
 func (f *Frontier) Complete(l *Lease, r *storage.Result, discovered []storage.Item) error {
 	it := l.Item
-	err := f.writer.submit(func(b *storage.Batch) {
+	err := f.writer.submit(1+len(discovered), func(b *storage.Batch) {
 		b.Complete(it, r)
 		for _, d := range discovered {
 			b.Add(d)
@@ -51,7 +51,7 @@ func (f *Frontier) Complete(l *Lease, r *storage.Result, discovered []storage.It
 // Defer ends a lease by parking its URL until due, with the item as given
 // (the caller updates Attempts when the URL was attempted).
 func (f *Frontier) Defer(l *Lease, it storage.Item, due time.Time) error {
-	err := f.writer.submit(func(b *storage.Batch) { b.Defer(it, due) })
+	err := f.writer.submit(1, func(b *storage.Batch) { b.Defer(it, due) })
 	f.finish(l)
 	return err
 }
@@ -137,5 +137,5 @@ func (f *Frontier) FailHost(host string, template storage.Result) error {
 		f.updateLocked(h)
 	}
 	f.mu.Unlock()
-	return f.writer.submit(func(b *storage.Batch) { b.FailHost(host, template) })
+	return f.writer.submit(1, func(b *storage.Batch) { b.FailHost(host, template) })
 }

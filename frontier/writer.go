@@ -14,30 +14,47 @@ import (
 // meanwhile.
 type writer struct {
 	f    *Frontier
-	reqs chan func(*storage.Batch)
+	reqs chan request
 	load chan struct{} // poked when hosts wait for a refill
 	quit chan struct{}
 	done chan struct{}
 
 	mu      sync.Mutex
-	pending int       // submitted, not yet committed
-	nextDue time.Time // earliest deferred due time; zero when none
-	err     error     // first commit failure: the frontier stops
+	room    *sync.Cond // signalled when queued weight drops
+	pending int        // submitted, not yet committed
+	queued  int        // weight (operations) submitted, not yet committed
+	nextDue time.Time  // earliest deferred due time; zero when none
+	err     error      // first commit failure: the frontier stops
 	closing bool
 }
 
+// request is one submitted write and the number of operations it adds.
+type request struct {
+	fn     func(*storage.Batch)
+	weight int
+}
+
+// maxQueued bounds the operations waiting for the writer: a fast producer
+// (a million seeds) waits for commits instead of piling up in memory.
+const maxQueued = 1 << 16
+
 func newWriter(f *Frontier) *writer {
-	return &writer{
+	w := &writer{
 		f:    f,
-		reqs: make(chan func(*storage.Batch), 8192),
+		reqs: make(chan request, 8192),
 		load: make(chan struct{}, 1),
 		quit: make(chan struct{}),
 		done: make(chan struct{}),
 	}
+	w.room = sync.NewCond(&w.mu)
+	return w
 }
 
-func (w *writer) submit(fn func(*storage.Batch)) error {
+func (w *writer) submit(weight int, fn func(*storage.Batch)) error {
 	w.mu.Lock()
+	for w.queued > 0 && w.queued+weight > maxQueued && w.err == nil && !w.closing {
+		w.room.Wait()
+	}
 	if w.err != nil || w.closing {
 		err := w.err
 		w.mu.Unlock()
@@ -47,8 +64,9 @@ func (w *writer) submit(fn func(*storage.Batch)) error {
 		return err
 	}
 	w.pending++
+	w.queued += weight
 	w.mu.Unlock()
-	w.reqs <- fn
+	w.reqs <- request{fn: fn, weight: weight}
 	return nil
 }
 
@@ -88,12 +106,11 @@ func (w *writer) run() {
 	defer prune.Stop()
 	for {
 		var batch storage.Batch
-		taken := 0
+		var taken taken
 		timer.Reset(w.untilDue())
 		select {
-		case fn := <-w.reqs:
-			fn(&batch)
-			taken++
+		case r := <-w.reqs:
+			taken.add(r, &batch)
 		case <-w.load:
 			w.f.loadHosts()
 			continue
@@ -107,25 +124,31 @@ func (w *writer) run() {
 			w.drain()
 			return
 		}
-		taken += w.gather(&batch)
+		w.gather(&batch, &taken)
 		w.commit(&batch, taken)
 		w.f.loadHosts()
 	}
 }
 
+// taken counts the requests and their weight in one batch.
+type taken struct{ requests, weight int }
+
+func (t *taken) add(r request, b *storage.Batch) {
+	r.fn(b)
+	t.requests++
+	t.weight += r.weight
+}
+
 // gather adds whatever else is already waiting, up to the batch cap.
-func (w *writer) gather(b *storage.Batch) int {
-	n := 0
+func (w *writer) gather(b *storage.Batch, t *taken) {
 	for b.Len() < w.f.opts.MaxBatch {
 		select {
-		case fn := <-w.reqs:
-			fn(b)
-			n++
+		case r := <-w.reqs:
+			t.add(r, b)
 		default:
-			return n
+			return
 		}
 	}
-	return n
 }
 
 func (w *writer) untilDue() time.Duration {
@@ -138,7 +161,7 @@ func (w *writer) untilDue() time.Duration {
 	return max(due.Sub(w.f.opts.Now()), 0)
 }
 
-func (w *writer) commit(b *storage.Batch, taken int) {
+func (w *writer) commit(b *storage.Batch, t taken) {
 	now := w.f.opts.Now()
 	w.mu.Lock()
 	due := w.nextDue
@@ -157,7 +180,9 @@ func (w *writer) commit(b *storage.Batch, taken int) {
 	}
 	w.f.committed(committed)
 	w.mu.Lock()
-	w.pending -= taken
+	w.pending -= t.requests
+	w.queued -= t.weight
+	w.room.Broadcast()
 	if committed != nil {
 		w.nextDue = committed.NextDue
 	}
@@ -170,11 +195,12 @@ func (w *writer) commit(b *storage.Batch, taken int) {
 func (w *writer) drain() {
 	for {
 		var b storage.Batch
-		n := w.gather(&b)
-		if n == 0 {
+		var t taken
+		w.gather(&b, &t)
+		if t.requests == 0 {
 			return
 		}
-		w.commit(&b, n)
+		w.commit(&b, t)
 	}
 }
 
@@ -187,6 +213,7 @@ func (w *writer) close() error {
 		return w.failure()
 	}
 	w.closing = true
+	w.room.Broadcast()
 	w.mu.Unlock()
 	close(w.quit)
 	<-w.done
@@ -231,4 +258,4 @@ func (f *Frontier) Close() error {
 
 // Submit adds other writes (robots cache, breaker state, logs) to the next
 // group commit.
-func (f *Frontier) Submit(fn func(*storage.Batch)) error { return f.writer.submit(fn) }
+func (f *Frontier) Submit(fn func(*storage.Batch)) error { return f.writer.submit(1, fn) }

@@ -74,8 +74,11 @@ func Open(path string, opts *Options) (*DB, error) {
 			return nil, fmt.Errorf("open database %s: %w", path, err)
 		}
 	}
+	// The freelist is kept in the file (NoFreelistSync off): rebuilding it at
+	// open would read every page and map the whole file into memory. The
+	// hashmap freelist keeps allocation cheap as the file grows.
 	bdb, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: timeout, ReadOnly: opts.ReadOnly,
-		NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+		FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		switch {
 		case errors.Is(err, bolterrors.ErrTimeout):
