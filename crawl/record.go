@@ -109,7 +109,7 @@ func (e *Engine) discover(links []string, depth, redirects int) []storage.Item {
 		if err != nil {
 			continue
 		}
-		if e.scope.allows(link, it.Host, depth) {
+		if e.scope.allows(link, it.Host, depth) && !e.recent.seenBefore(it.Hash) {
 			out = append(out, it)
 		}
 	}
