@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"runtime/pprof"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -26,6 +27,7 @@ type benchFlags struct {
 	cpuProfile string
 	tmpDir     string
 	asJSON     bool
+	offCap     time.Duration
 	log        logFlags
 }
 
@@ -33,6 +35,7 @@ func (b *benchFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&b.quick, "quick", false, "small configuration for smoke tests (well under a minute)")
 	fs.StringVar(&b.only, "only", "", "comma-separated sections to run: "+strings.Join(bench.AllSections, ",")+" (default all)")
 	fs.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (every section but memory) to this file")
+	fs.DurationVar(&b.offCap, "breaker-off-cap", 0, "stop the breaker-off dead-host run after this long (default 150s, --quick 10s; e.g. 30m runs it to the end)")
 	fs.StringVar(&b.tmpDir, "tmpdir", "", "directory for the run's temporary databases (default: the system's)")
 	fs.BoolVar(&b.asJSON, "json", false, "print the report as JSON instead of a table")
 	b.log.addFlags(fs)
@@ -83,6 +86,9 @@ func (b *benchFlags) config(stderr io.Writer) (bench.Config, error) {
 		return cfg, usagef("--only: %v", err)
 	}
 	cfg.Sections = sections
+	if b.offCap > 0 {
+		cfg.BreakerOffCap = b.offCap
+	}
 	if cfg.Logger, err = b.log.logger(stderr); err != nil {
 		return cfg, err
 	}

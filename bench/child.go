@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"breakwater/crawl"
+	"breakwater/frontier"
 	"breakwater/storage"
 )
 
@@ -26,19 +28,23 @@ type ChildReport struct {
 	Failed    int64 `json:"failed"`
 	Queued    int64 `json:"queued"`
 	Exhausted bool  `json:"exhausted"`
-	SeedsNS   int64 `json:"seeds_ns"` // reading and checking the seeds file
+	SeedsNS   int64 `json:"seeds_ns"` // checking the seeds file
 	WallNS    int64 `json:"wall_ns"`  // the whole crawl, seeds included
 	VmHWMKB   int64 `json:"vmhwm_kb"` // the child's own peak RSS at the end
+	AnonKB    int64 `json:"anon_kb"`  // its anonymous RSS at the end
 }
 
 // Child is the entry point of the memory section's child process: a crawl
-// set up the way `breakwater crawl` sets one up (seeds read from a file with
-// crawl.ReadSeeds, a file opened with storage.Open, crawl.New and Run), with
-// the bench's settings. It prints a ChildReport on stdout.
+// set up the way `breakwater crawl --seeds FILE` sets one up (the file
+// checked with crawl.ForEachSeed and streamed through Options.SeedsFile, the
+// database opened with storage.Open, crawl.New and Run), with the bench's
+// settings; or, with --fill, frontier.Add of a file's URLs. It prints a
+// ChildReport on stdout.
 func Child(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := pflag.NewFlagSet("internal-bench-child", pflag.ContinueOnError)
 	o := crawl.DefaultOptions()
 	seeds := fs.String("seeds", "", "file of seed URLs")
+	fill := fs.String("fill", "", "file of URLs to add through frontier.Add, instead of crawling")
 	fs.StringVar(&o.DB, "db", "", "database file")
 	fs.IntVar(&o.Workers, "workers", 64, "workers")
 	fs.IntVar(&o.HostConcurrency, "host-concurrency", 4, "in-flight requests per host")
@@ -48,12 +54,14 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	o.Delay, o.AllowPrivate, o.Logger = 0, true, slog.New(slog.DiscardHandler)
 	start := time.Now()
+	if *fill != "" {
+		return fillFrontier(o, *fill, start, stdout)
+	}
 	if *seeds != "" {
-		list, err := readSeedsFile(*seeds)
-		if err != nil {
+		if err := checkSeedsFile(*seeds); err != nil {
 			return err
 		}
-		o.Seeds = list
+		o.SeedsFile = *seeds
 	}
 	rep := ChildReport{SeedsNS: int64(time.Since(start))}
 	db, err := storage.Open(o.DB, nil)
@@ -65,26 +73,86 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rep.WallNS = int64(time.Since(start))
-	rep.Fetched, rep.Failed, rep.Queued = sum.Counts.Fetched, sum.Counts.Failed, sum.Counts.Queued
 	rep.Exhausted = sum.Exhausted
-	if st, err := readProcStatus("self"); err == nil {
-		rep.VmHWMKB = st.hwmKB
-	}
-	return json.NewEncoder(stdout).Encode(&rep)
+	return rep.finish(stdout, start, sum.Counts)
 }
 
-func readSeedsFile(path string) ([]string, error) {
+func (rep *ChildReport) finish(stdout io.Writer, start time.Time, c storage.Counts) error {
+	rep.WallNS = int64(time.Since(start))
+	rep.Fetched, rep.Failed, rep.Queued = c.Fetched, c.Failed, c.Queued
+	if st, err := readProcStatus("self"); err == nil {
+		rep.VmHWMKB, rep.AnonKB = st.hwmKB, st.anonKB
+	}
+	return json.NewEncoder(stdout).Encode(rep)
+}
+
+// fillFrontier adds every URL of path to the file's frontier the way a
+// crawl adds discovered links: frontier.NewItem, then Add a hundred at a
+// time, then Close, which commits them all.
+func fillFrontier(o crawl.Options, path string, start time.Time, stdout io.Writer) error {
+	db, err := storage.Open(o.DB, nil)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	f, err := frontier.Open(db, frontier.Options{HostConcurrency: o.HostConcurrency, Logger: o.Logger})
+	if err != nil {
+		return err
+	}
+	err = errors.Join(addLines(f, path), f.Close())
+	if err != nil {
+		return fmt.Errorf("bench child: fill: %w", err)
+	}
+	c, err := db.Counts()
+	if err != nil {
+		return err
+	}
+	var rep ChildReport
+	return rep.finish(stdout, start, c)
+}
+
+func addLines(f *frontier.Frontier, path string) error {
+	in, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	sc := bufio.NewScanner(in)
+	batch := make([]storage.Item, 0, frontierAddBatch)
+	for sc.Scan() {
+		it, err := frontier.NewItem(sc.Text(), 0, 0)
+		if err != nil {
+			return err
+		}
+		if batch = append(batch, it); len(batch) == frontierAddBatch {
+			if err := f.Add(batch...); err != nil {
+				return err
+			}
+			// Add hands the slice to the writer: the next batch needs its own.
+			batch = make([]storage.Item, 0, frontierAddBatch)
+		}
+	}
+	if err := f.Add(batch...); err != nil {
+		return err
+	}
+	return sc.Err()
+}
+
+// checkSeedsFile reads the seeds file once before the crawl, as `crawl
+// --seeds` does; the engine then streams it from Options.SeedsFile.
+func checkSeedsFile(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("bench child: %w", err)
+		return fmt.Errorf("bench child: %w", err)
 	}
 	defer f.Close()
-	return crawl.ReadSeeds(bufio.NewReader(f), path)
+	return crawl.ForEachSeed(bufio.NewReader(f), path, func(string) error { return nil })
 }
 
-// procStatus holds the memory lines of /proc/PID/status, in KiB.
-type procStatus struct{ rssKB, hwmKB int64 }
+// procStatus holds the memory lines of /proc/PID/status, in KiB. RSS is
+// anonymous memory (the heap, stacks) plus file pages mapped in, which for
+// Breakwater is mostly the bbolt file's mmap: the kernel can drop those.
+type procStatus struct{ rssKB, hwmKB, anonKB, fileKB int64 }
 
 // readProcStatus reads VmRSS and VmHWM of pid ("self" for this process).
 func readProcStatus(pid string) (procStatus, error) {
@@ -103,6 +171,10 @@ func readProcStatus(pid string) (procStatus, error) {
 			st.rssKB = parseKB(val)
 		case "VmHWM":
 			st.hwmKB = parseKB(val)
+		case "RssAnon":
+			st.anonKB = parseKB(val)
+		case "RssFile":
+			st.fileKB = parseKB(val)
 		}
 	}
 	if st.rssKB == 0 {

@@ -53,11 +53,15 @@ func isSection(name string) bool {
 }
 
 // Size is a site shape: Hosts hosts of Pages pages each.
-type Size struct{ Hosts, Pages int }
+type Size struct {
+	Hosts int `json:"hosts"`
+	Pages int `json:"pages"`
+}
 
 // URLs is the number of pages of the site.
 func (s Size) URLs() int { return s.Hosts * s.Pages }
 
+// String reads "200 hosts x 60 pages".
 func (s Size) String() string { return fmt.Sprintf("%d hosts x %d pages", s.Hosts, s.Pages) }
 
 // Config is one benchmark configuration. DefaultConfig is the full run the
@@ -87,7 +91,12 @@ type Config struct {
 	// Memory.
 	QueuedSite  Size // its URL set seeds the frontier: 1000 x 1000
 	QueuedPages int  // pages the million-URL crawl fetches before it stops: 20,000
-	GrowthSite  Size // crawled to the end with RSS samples at 25/50/100%: 1000 x 100
+	// SeedsCap stops the `crawl --seeds` run of the million URLs: 60s.
+	SeedsCap   time.Duration
+	GrowthSite Size // crawled to the end with RSS samples at 25/50/100%: 1000 x 100
+	// ChildCap is how long a child may run before it is taken for stuck and
+	// made to dump its goroutines: 5m.
+	ChildCap time.Duration
 	// Child returns the command that runs Child in a new process with args.
 	// Nil skips the memory section.
 	Child func(ctx context.Context, args []string) *exec.Cmd
@@ -98,7 +107,7 @@ type Config struct {
 	Log     func(format string, args ...any) // progress lines; nil discards
 }
 
-// DefaultConfig is the full benchmark of issue 5 (about ten minutes on 2 cores).
+// DefaultConfig is the full benchmark of issue 5 (about seven minutes on 2 cores).
 func DefaultConfig() Config {
 	return Config{
 		Site: Size{200, 60}, Workers: 64, HostConcurrency: 4,
@@ -108,10 +117,10 @@ func DefaultConfig() Config {
 		// crawl so no probe is spent, give up after 5s so the crawl can end.
 		Breaker:       breaker.Config{Threshold: 8, Rest: 10 * time.Minute, Probes: 2},
 		GiveUpAfter:   5 * time.Second,
-		BreakerOffCap: 3 * time.Minute,
+		BreakerOffCap: 150 * time.Second,
 		FrontierURLs:  1_000_000, FrontierHosts: 1000,
-		QueuedSite: Size{1000, 1000}, QueuedPages: 20_000,
-		GrowthSite: Size{1000, 100},
+		QueuedSite: Size{1000, 1000}, QueuedPages: 20_000, SeedsCap: time.Minute,
+		GrowthSite: Size{1000, 100}, ChildCap: 5 * time.Minute,
 	}
 }
 
@@ -127,8 +136,8 @@ func QuickConfig() Config {
 	c.GiveUpAfter = time.Second
 	c.BreakerOffCap = 10 * time.Second
 	c.FrontierURLs, c.FrontierHosts = 50_000, 100
-	c.QueuedSite, c.QueuedPages = Size{100, 500}, 2000
-	c.GrowthSite = Size{100, 50}
+	c.QueuedSite, c.QueuedPages, c.SeedsCap = Size{100, 500}, 2000, 20*time.Second
+	c.GrowthSite, c.ChildCap = Size{100, 50}, time.Minute
 	return c
 }
 

@@ -37,7 +37,7 @@ func (r *runner) ceilingAndCrawl(ctx context.Context) error {
 	defer site.Close()
 	if cfg.runs(SectionCeiling) {
 		cfg.logf("ceiling: raw fetch loop over %s", cfg.Site)
-		res, err := fetchAll(ctx, cfg, interleave(site.URLs(), cfg.Site))
+		res, err := ceiling(ctx, cfg, interleave(site.URLs(), cfg.Site))
 		if err != nil {
 			return err
 		}

@@ -56,6 +56,25 @@ func (d *DeadResult) TimeRatio(run *DeadRun) float64 {
 	return run.Wall.Seconds() / d.Baseline.Wall.Seconds()
 }
 
+// ProjectedOffSeconds extends a capped breaker-off run to its end: the
+// measured worker-seconds plus, for each dead URL left, the mean
+// worker-seconds of the dead URLs it did record. Zero when not capped or
+// nothing was recorded. It is an estimate and is labelled as one.
+func (d *DeadResult) ProjectedOffSeconds() float64 {
+	off := d.Off
+	if off == nil || !off.Capped {
+		return 0
+	}
+	var recorded int64
+	for _, n := range off.DeadResults {
+		recorded += n
+	}
+	if recorded == 0 {
+		return 0
+	}
+	return off.DeadWorkerSeconds * float64(recorded+off.DeadLeft) / float64(recorded)
+}
+
 // WorkerSecondsRatio is breaker-off worker-seconds over breaker-on ones.
 func (d *DeadResult) WorkerSecondsRatio() float64 {
 	if d.On == nil || d.Off == nil || d.On.DeadWorkerSeconds <= 0 {

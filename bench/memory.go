@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"breakwater/demosite"
@@ -18,14 +19,18 @@ import (
 
 // MemoryRun is one child crawl of the memory section.
 type MemoryRun struct {
-	Name  string        `json:"name"`
-	Child ChildReport   `json:"child"`
-	Wall  time.Duration `json:"wall_ns"`
+	Name   string        `json:"name"`
+	Capped bool          `json:"capped"` // stopped at its time cap: no child report, peak is a lower bound
+	Child  ChildReport   `json:"child"`
+	Wall   time.Duration `json:"wall_ns"`
 	// PeakKB is the larger of the VmHWM sampled from /proc and the one the
 	// child reads of itself as it exits. (rusage maxrss is no use here: a
 	// child started with vfork inherits its parent's high-water mark.)
-	PeakKB  int64       `json:"peak_kb"`
-	Samples []RSSSample `json:"samples,omitempty"`
+	PeakKB int64 `json:"peak_kb"`
+	// PeakAnonKB is the largest anonymous RSS sampled: the part of the peak
+	// that is the process's own memory rather than mapped file pages.
+	PeakAnonKB int64       `json:"peak_anon_kb"`
+	Samples    []RSSSample `json:"samples,omitempty"`
 
 	last RSSSample // the latest sample, standing in for 100% if the child exits between samples
 }
@@ -36,16 +41,24 @@ type RSSSample struct {
 	Percent int   `json:"percent"`
 	Pages   int   `json:"pages"`
 	RSSKB   int64 `json:"rss_kb"`
+	AnonKB  int64 `json:"anon_kb"`
 }
 
 // MemoryResult is the memory section.
 type MemoryResult struct {
-	QueuedSite  Size       `json:"queued_site"`
-	QueuedPages int        `json:"queued_pages"` // pages each million-URL run fetches before it stops
-	Seeded      *MemoryRun `json:"seeded"`       // crawl --seeds FILE with every URL of QueuedSite
-	Resumed     *MemoryRun `json:"resumed"`      // the same file resumed with no seeds
-	GrowthSite  Size       `json:"growth_site"`
-	Growth      *MemoryRun `json:"growth"` // a crawl of GrowthSite from its roots to the end
+	QueuedSite  Size          `json:"queued_site"`
+	QueuedPages int           `json:"queued_pages"` // pages the million-URL crawl fetches before it stops
+	SeedsCap    time.Duration `json:"seeds_cap_ns"`
+	// Seeded is `crawl --seeds FILE` with every URL of QueuedSite: the
+	// user's path to a million queued URLs. It is stopped at SeedsCap.
+	Seeded *MemoryRun `json:"seeded"`
+	// Filled adds the same URLs through frontier.Add, a hundred a call, as
+	// a crawl adds discovered links; Queued then crawls that file from the
+	// site's roots with the million URLs queued.
+	Filled     *MemoryRun `json:"filled"`
+	Queued     *MemoryRun `json:"queued"`
+	GrowthSite Size       `json:"growth_site"`
+	Growth     *MemoryRun `json:"growth"` // a crawl of GrowthSite from its roots to the end
 }
 
 // Growth is RSS at 100% over RSS at 25% of the growth crawl, minus one;
@@ -73,7 +86,8 @@ func (m *MemoryResult) GrowthRatio() (ratio float64, ok bool) {
 // crawler runs in the child, so only its memory is measured.
 func (r *runner) memory(ctx context.Context) error {
 	cfg := r.cfg
-	res := &MemoryResult{QueuedSite: cfg.QueuedSite, QueuedPages: cfg.QueuedPages, GrowthSite: cfg.GrowthSite}
+	res := &MemoryResult{QueuedSite: cfg.QueuedSite, QueuedPages: cfg.QueuedPages, SeedsCap: cfg.SeedsCap,
+		GrowthSite: cfg.GrowthSite}
 	r.report.Memory = res
 	if err := r.queuedRuns(ctx, res); err != nil {
 		return err
@@ -89,7 +103,7 @@ func (r *runner) memory(ctx context.Context) error {
 		return err
 	}
 	args := []string{"--db", filepath.Join(r.dir, "growth.db"), "--seeds", seeds}
-	res.Growth, err = r.runChild(ctx, "growth", args, growthSampler(site, cfg.GrowthSite))
+	res.Growth, err = r.runChild(ctx, childRun{name: "growth", args: args, sample: growthSampler(site, cfg.GrowthSite)})
 	if err != nil {
 		return err
 	}
@@ -99,9 +113,9 @@ func (r *runner) memory(ctx context.Context) error {
 	return nil
 }
 
-// queuedRuns crawls with every URL of QueuedSite as a seed (the normal path
-// of `crawl --seeds FILE`), stopping after QueuedPages pages, then resumes
-// the same file with no seeds: the frontier still holds about a million URLs.
+// queuedRuns measures a crawl with a million URLs queued, reached two
+// ways: `crawl --seeds FILE` (capped at SeedsCap), and frontier.Add followed
+// by a crawl of the filled file from the site's roots.
 func (r *runner) queuedRuns(ctx context.Context, res *MemoryResult) error {
 	cfg := r.cfg
 	site, err := startSite(cfg.QueuedSite, 0, 0)
@@ -109,22 +123,28 @@ func (r *runner) queuedRuns(ctx context.Context, res *MemoryResult) error {
 		return err
 	}
 	defer site.Close()
-	seeds := filepath.Join(r.dir, "million-seeds.txt")
-	if err := writeLines(seeds, site.URLs()); err != nil {
+	urls := filepath.Join(r.dir, "million-urls.txt")
+	roots := filepath.Join(r.dir, "million-roots.txt")
+	if err := errors.Join(writeLines(urls, site.URLs()), writeLines(roots, site.Roots())); err != nil {
 		return err
 	}
-	db := filepath.Join(r.dir, "million.db")
-	common := []string{"--db", db, "--workers", strconv.Itoa(cfg.Workers),
-		"--host-concurrency", strconv.Itoa(cfg.HostConcurrency), "--max-pages", strconv.Itoa(cfg.QueuedPages)}
-	cfg.logf("memory: crawl --seeds with %d URLs (%s), stop after %d pages", cfg.QueuedSite.URLs(), cfg.QueuedSite, cfg.QueuedPages)
-	if res.Seeded, err = r.runChild(ctx, "seeded", append(common, "--seeds", seeds), nil); err != nil {
+	crawlArgs := func(db string) []string {
+		return []string{"--db", filepath.Join(r.dir, db), "--workers", strconv.Itoa(cfg.Workers),
+			"--host-concurrency", strconv.Itoa(cfg.HostConcurrency), "--max-pages", strconv.Itoa(cfg.QueuedPages)}
+	}
+	n := cfg.QueuedSite.URLs()
+	cfg.logf("memory: crawl --seeds with %d URLs (%s), stop after %d pages or %s", n, cfg.QueuedSite, cfg.QueuedPages, cfg.SeedsCap)
+	seeded := childRun{name: "seeded", args: append(crawlArgs("seeded.db"), "--seeds", urls), limit: cfg.SeedsCap, capped: true}
+	if res.Seeded, err = r.runChild(ctx, seeded); err != nil {
 		return err
 	}
-	if err := os.Remove(seeds); err != nil {
+	cfg.logf("memory: frontier.Add of %d URLs", n)
+	filled := childRun{name: "filled", args: []string{"--db", filepath.Join(r.dir, "filled.db"), "--fill", urls}}
+	if res.Filled, err = r.runChild(ctx, filled); err != nil {
 		return err
 	}
-	cfg.logf("memory: resume the same file, stop after %d more pages", cfg.QueuedPages)
-	res.Resumed, err = r.runChild(ctx, "resumed", common, nil)
+	cfg.logf("memory: crawl of the filled file from its roots, stop after %d pages", cfg.QueuedPages)
+	res.Queued, err = r.runChild(ctx, childRun{name: "queued", args: append(crawlArgs("filled.db"), "--seeds", roots)})
 	return err
 }
 
@@ -138,40 +158,96 @@ func growthSampler(site *demosite.Site, size Size) sampler {
 	percents := []int{25, 50, 100}
 	return func(st procStatus, run *MemoryRun) {
 		pages := totalRequests(site) - size.Hosts
-		run.last = RSSSample{Percent: 100, Pages: pages, RSSKB: st.rssKB}
+		run.last = RSSSample{Percent: 100, Pages: pages, RSSKB: st.rssKB, AnonKB: st.anonKB}
 		for next < len(percents) && pages >= size.URLs()*percents[next]/100 {
-			run.Samples = append(run.Samples, RSSSample{Percent: percents[next], Pages: pages, RSSKB: st.rssKB})
+			run.Samples = append(run.Samples, RSSSample{Percent: percents[next], Pages: pages, RSSKB: st.rssKB, AnonKB: st.anonKB})
 			next++
 		}
 	}
 }
 
-// runChild runs Child in a new process with args, sampling its
-// /proc/PID/status every few milliseconds until it exits.
-func (r *runner) runChild(ctx context.Context, name string, args []string, sample sampler) (*MemoryRun, error) {
-	cmd := r.cfg.Child(ctx, args)
+// childRun is one child process of the memory section.
+type childRun struct {
+	name   string
+	args   []string
+	sample sampler       // nil: peak only
+	limit  time.Duration // 0: Config.ChildCap
+	capped bool          // reaching limit is part of the measurement, not a hang
+}
+
+// runChild runs Child in a new process, sampling its /proc/PID/status every
+// few milliseconds until it exits. A child that overruns its limit when it
+// should not is stuck: it gets SIGQUIT, so the Go runtime prints every
+// goroutine, and the dump is kept in a file named in the error.
+func (r *runner) runChild(ctx context.Context, c childRun) (*MemoryRun, error) {
+	if c.limit <= 0 {
+		c.limit = r.cfg.ChildCap
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.limit)
+	defer cancel()
+	cmd := r.cfg.Child(cctx, c.args)
+	if !c.capped {
+		cmd.Cancel = func() error {
+			if ctx.Err() != nil {
+				return cmd.Process.Kill()
+			}
+			return cmd.Process.Signal(syscall.SIGQUIT)
+		}
+		cmd.WaitDelay = 10 * time.Second
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	run := &MemoryRun{Name: name}
+	run := &MemoryRun{Name: c.name}
 	start := r.cfg.now()
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("memory %s: start child: %w", name, err)
+		return nil, fmt.Errorf("memory %s: start child: %w", c.name, err)
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { watch(cmd.Process.Pid, stop, sample, run) })
+	wg.Go(func() { watch(cmd.Process.Pid, stop, c.sample, run) })
 	err := cmd.Wait()
 	close(stop)
 	wg.Wait()
 	run.Wall = r.cfg.since(start)
 	if err != nil {
-		return nil, fmt.Errorf("memory %s: child: %w: %s", name, err, lastLines(stderr.Bytes(), 5))
+		return r.childFailed(ctx, cctx, c, run, err, stderr.Bytes())
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(lastLines(stdout.Bytes(), 1)), &run.Child); err != nil {
-		return nil, fmt.Errorf("memory %s: child report %q: %w", name, stdout.String(), err)
+		return nil, fmt.Errorf("memory %s: child report %q: %w", c.name, stdout.String(), err)
 	}
 	run.PeakKB = max(run.PeakKB, run.Child.VmHWMKB)
+	run.PeakAnonKB = max(run.PeakAnonKB, run.Child.AnonKB)
 	return run, nil
+}
+
+// childFailed tells apart why a child ended badly: the whole bench was
+// stopped, an expected cap was reached, the child hung, or it failed.
+func (r *runner) childFailed(ctx, cctx context.Context, c childRun, run *MemoryRun, err error, stderr []byte) (*MemoryRun, error) {
+	switch {
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("memory %s: %w", c.name, ctx.Err())
+	case cctx.Err() != nil && c.capped:
+		run.Capped = true
+		return run, nil
+	case cctx.Err() != nil:
+		return nil, fmt.Errorf("memory %s: child still running after %s (stuck?); its goroutines are in %s",
+			c.name, c.limit, r.keep("stuck-"+c.name, stderr))
+	}
+	return nil, fmt.Errorf("memory %s: child: %w: %s", c.name, err, lastLines(stderr, 5))
+}
+
+// keep writes data to a file that outlives the run's temporary directory
+// and returns its name.
+func (r *runner) keep(name string, data []byte) string {
+	f, err := os.CreateTemp(r.cfg.TempDir, "breakwater-bench-"+name+"-*.txt")
+	if err != nil {
+		return "(not saved: " + err.Error() + ")"
+	}
+	_, werr := f.Write(data)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return "(not saved: " + err.Error() + ")"
+	}
+	return f.Name()
 }
 
 func watch(pid int, stop <-chan struct{}, sample sampler, run *MemoryRun) {
@@ -189,6 +265,7 @@ func watch(pid int, stop <-chan struct{}, sample sampler, run *MemoryRun) {
 			continue // not started yet or already gone
 		}
 		run.PeakKB = max(run.PeakKB, st.hwmKB)
+		run.PeakAnonKB = max(run.PeakAnonKB, st.anonKB)
 		if sample != nil {
 			sample(st, run)
 		}

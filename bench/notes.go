@@ -9,7 +9,8 @@ func (r *Report) Notes() []string {
 	if r.Ceiling != nil {
 		notes = append(notes, "Ceiling: net/http with keep-alive, the crawl's worker count as goroutines and "+
 			"its host concurrency as MaxConnsPerHost, each URL of the site fetched once with its body read "+
-			"and dropped; URLs are taken page by page across hosts so goroutines do not queue behind one host.")
+			"and dropped; URLs are taken page by page across hosts so goroutines do not queue behind one host. "+
+			"The set is fetched three times and the median pass is the figure.")
 	}
 	if r.Crawl != nil {
 		notes = append(notes, "Crawl: crawl.New + Run in this process from every host's root, --delay 0, "+
@@ -27,11 +28,16 @@ func (r *Report) Notes() []string {
 	}
 	if m := r.Memory; m != nil {
 		notes = append(notes, fmt.Sprintf("Memory: each crawl runs in a child process (this binary's hidden "+
-			"internal-bench-child command: crawl.ReadSeeds, storage.Open, crawl.New, Run, as `crawl` does), "+
+			"internal-bench-child command: the seeds file checked, then streamed through Options.SeedsFile "+
+			"into crawl.New and Run, as `crawl --seeds` does), "+
 			"serving sites from this process. Peak is the larger of VmHWM sampled from /proc/PID/status every "+
-			"20 ms and the child's own VmHWM as it exits. The million-URL runs stop after %d pages each; the resumed "+
-			"run reopens the same file with no seeds. Growth samples VmRSS when the site has served 25, 50 "+
-			"and 100%% of the pages.", m.QueuedPages))
+			"20 ms and the child's own VmHWM as it exits. A million URLs are queued two ways: as a seeds file "+
+			"(stopped after %s if still running), and through frontier.Add a hundred at a time in one child, "+
+			"then a crawl of that file from the site's roots in another. Each million-URL crawl stops after "+
+			"%d pages. Growth samples VmRSS when the site has served 25, 50 and 100%% of the pages. RSS counts "+
+			"the pages of the bbolt file mapped in as well as the heap; \"anon\" is the heap and stacks "+
+			"alone (RssAnon), the part the kernel cannot reclaim. MB is 10^6 bytes.",
+			m.SeedsCap, m.QueuedPages))
 	}
 	return notes
 }
@@ -49,7 +55,9 @@ func (r *Report) deadNote(d *DeadResult) []string {
 		"connections accepted by the dead host (it never answers, so each request is one connection).")
 	if d.Off != nil && d.Off.Capped {
 		notes = append(notes, fmt.Sprintf("The breaker-off run was stopped at %s with %d dead URLs left: "+
-			"its wall time, worker-seconds and the ratios built on them are lower bounds.",
+			"its wall time, worker-seconds and the ratios built on them are lower bounds. The projection "+
+			"(an estimate, not a measurement) charges each URL left the mean worker-seconds of the dead URLs "+
+			"the run did record; run with --breaker-off-cap 30m to measure it instead.",
 			d.Off.Wall.Round(1e9), d.Off.DeadLeft))
 	}
 	return notes

@@ -18,7 +18,7 @@ const (
 	TargetWorkerSecRatio = 50.0
 	TargetEnqueuePerSec  = 200_000.0
 	TargetLeasePerSec    = 100_000.0
-	TargetPeakKB         = 150 * 1000 // 150 MB
+	TargetPeakBytes      = 150_000_000
 	TargetGrowth         = 0.20
 )
 
@@ -51,8 +51,8 @@ func (r *Report) ceilingRows() []Row {
 	if c == nil {
 		return nil
 	}
-	rows := []Row{{"ceiling", fmt.Sprintf("raw fetch loop, %s (%d URLs, %s)", c.Site, c.Pages, secs(c.Wall)),
-		rate(c.PagesPerSec, "pages/s"), "", ""}}
+	rows := []Row{{"ceiling", fmt.Sprintf("raw fetch loop, %s (%d URLs, median of %d passes, %s-%s)", c.Site, c.Pages,
+		c.Passes, rate(c.MinPerSec, ""), rate(c.MaxPerSec, "")), rate(c.PagesPerSec, "pages/s"), "", ""}}
 	if c.Errors > 0 {
 		rows = append(rows, Row{"ceiling", "errors (transport or non-200)", strconv.Itoa(c.Errors), "0", verdict(false)})
 	}
@@ -106,6 +106,10 @@ func (r *Report) deadRows() []Row {
 			}
 		}
 		add("worker-seconds on dead host, off / on", val, fmt.Sprintf(">= %.0fx", TargetWorkerSecRatio), v)
+		if p := d.ProjectedOffSeconds(); p > 0 && d.On.DeadWorkerSeconds > 0 {
+			add("  the same, breaker off projected to its end (estimate)",
+				fmt.Sprintf("%.0f s, %.1fx", p, p/d.On.DeadWorkerSeconds), "", "")
+		}
 	}
 	return rows
 }
@@ -182,28 +186,49 @@ func (r *Report) memoryRows() []Row {
 		return nil
 	}
 	var rows []Row
-	peak := func(run *MemoryRun, fig string) {
-		if run == nil {
-			return
+	add := func(fig, val, target, v string) { rows = append(rows, Row{"memory", fig, val, target, v}) }
+	target := "<= " + mb(TargetPeakBytes)
+	n := m.QueuedSite.URLs()
+	if run := m.Seeded; run != nil {
+		fig := fmt.Sprintf("peak RSS, crawl --seeds of %d URLs (%d queued at stop, %s)", n, run.Child.Queued, secs(run.Wall))
+		val, v := peakValue(run), verdict(kib(run.PeakKB) <= TargetPeakBytes)
+		if run.Capped {
+			fig = fmt.Sprintf("peak RSS, crawl --seeds of %d URLs (not done seeding at the %s cap)", n, secs(m.SeedsCap))
+			val = ">= " + val
+			if kib(run.PeakKB) <= TargetPeakBytes {
+				v = "unknown"
+			}
 		}
-		rows = append(rows, Row{"memory", fmt.Sprintf("%s (%d queued at stop, %s)", fig, run.Child.Queued, secs(run.Wall)),
-			mb(run.PeakKB * 1000), "<= " + mb(TargetPeakKB*1000), verdict(run.PeakKB <= TargetPeakKB)})
+		add(fig, val, target, v)
 	}
-	peak(m.Seeded, fmt.Sprintf("peak RSS, crawl --seeds of %d URLs", m.QueuedSite.URLs()))
-	peak(m.Resumed, "peak RSS, same file resumed")
+	if run := m.Filled; run != nil {
+		add(fmt.Sprintf("peak RSS, frontier.Add of %d URLs, 100 a call (%s)", n, secs(run.Wall)), peakValue(run), "", "")
+	}
+	if run := m.Queued; run != nil {
+		add(fmt.Sprintf("peak RSS, crawl of that file (%d queued at stop, %d fetched, %s)", run.Child.Queued, run.Child.Fetched, secs(run.Wall)),
+			peakValue(run), target, verdict(kib(run.PeakKB) <= TargetPeakBytes))
+	}
 	if g := m.Growth; g != nil {
 		for _, s := range g.Samples {
-			rows = append(rows, Row{"memory", fmt.Sprintf("RSS at %d%% of a %d-page crawl (%d pages served)", s.Percent, m.GrowthSite.URLs(), s.Pages),
-				mb(s.RSSKB * 1000), "", ""})
+			add(fmt.Sprintf("RSS at %d%% of a %d-page crawl (%d pages served)", s.Percent, m.GrowthSite.URLs(), s.Pages),
+				fmt.Sprintf("%s (anon %s)", mb(kib(s.RSSKB)), mb(kib(s.AnonKB))), "", "")
 		}
 		if ratio, ok := m.GrowthRatio(); ok {
-			rows = append(rows, Row{"memory", "RSS growth from 25% to 100%", fmt.Sprintf("%+.1f%%", ratio*100),
-				"within 20%", verdict(ratio <= TargetGrowth && ratio >= -TargetGrowth)})
+			add("RSS growth from 25% to 100%", fmt.Sprintf("%+.1f%%", ratio*100), "within 20%",
+				verdict(ratio <= TargetGrowth && ratio >= -TargetGrowth))
 		}
-		rows = append(rows, Row{"memory", fmt.Sprintf("peak RSS of that crawl (%d fetched)", g.Child.Fetched), mb(g.PeakKB * 1000), "", ""})
+		add(fmt.Sprintf("peak RSS of that crawl (%d fetched)", g.Child.Fetched), peakValue(g), "", "")
 	}
 	return rows
 }
+
+// peakValue shows a run's peak RSS and the largest anonymous RSS sampled.
+func peakValue(run *MemoryRun) string {
+	return fmt.Sprintf("%s (anon %s)", mb(kib(run.PeakKB)), mb(kib(run.PeakAnonKB)))
+}
+
+// kib converts the KiB of /proc to bytes.
+func kib(n int64) int64 { return n * 1024 }
 
 // WriteTable prints the machine, the table and the notes on method.
 func (r *Report) WriteTable(w io.Writer) error {
@@ -248,7 +273,7 @@ func rate(v float64, unit string) string {
 		}
 		b.WriteRune(c)
 	}
-	if strings.HasPrefix(unit, "/") {
+	if unit == "" || strings.HasPrefix(unit, "/") {
 		return b.String() + unit
 	}
 	return b.String() + " " + unit

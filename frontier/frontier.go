@@ -115,16 +115,23 @@ func Open(db *storage.DB, opts Options) (*Frontier, error) {
 }
 
 // Add enqueues items that were never seen before. It returns once the items
-// are handed to the writer; they become leasable when committed.
+// are handed to the writer (waiting while the writer is far behind); they
+// become leasable when committed. Large calls are split so that no single
+// commit grows past MaxBatch operations.
 func (f *Frontier) Add(items ...storage.Item) error {
-	if len(items) == 0 {
-		return nil
-	}
-	return f.writer.submit(len(items), func(b *storage.Batch) {
-		for _, it := range items {
-			b.Add(it)
+	for len(items) > 0 {
+		chunk := items[:min(len(items), f.opts.MaxBatch)]
+		items = items[len(chunk):]
+		err := f.writer.submit(len(chunk), func(b *storage.Batch) {
+			for _, it := range chunk {
+				b.Add(it)
+			}
+		})
+		if err != nil {
+			return err
 		}
-	})
+	}
+	return nil
 }
 
 // Next blocks until a URL of a ready host can be leased, ctx is done, or the

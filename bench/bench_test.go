@@ -1,0 +1,170 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// childEnv makes the test binary act as the memory section's child process.
+const childEnv = "BREAKWATER_BENCH_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := Child(ctx, os.Args[1:], os.Stdout)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// testChild re-executes the test binary as Child.
+func testChild(ctx context.Context, args []string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	// A race-enabled binary otherwise sleeps a second as it exits.
+	cmd.Env = append(os.Environ(), childEnv+"=1", "GORACE=atexit_sleep_ms=0")
+	return cmd
+}
+
+// tinyConfig is every section at a size that runs in a few seconds under -race.
+func tinyConfig(t *testing.T) Config {
+	t.Helper()
+	c := QuickConfig()
+	c.Site, c.Workers, c.HostConcurrency = Size{4, 10}, 8, 2
+	c.DeadSite, c.DeadURLs, c.DeadLinksPerPage = Size{4, 10}, 6, 1
+	c.DeadTimeout, c.GiveUpAfter, c.BreakerOffCap = 150*time.Millisecond, 200*time.Millisecond, 20*time.Second
+	c.Breaker.Threshold, c.Breaker.Probes, c.Breaker.Rest = 2, 1, time.Minute
+	c.FrontierURLs, c.FrontierHosts = 2000, 20
+	c.QueuedSite, c.QueuedPages, c.SeedsCap = Size{4, 100}, 50, 30*time.Second
+	c.GrowthSite, c.ChildCap = Size{4, 50}, 30*time.Second
+	c.Child = testChild
+	start := time.Now()
+	c.Log = func(format string, args ...any) {
+		t.Logf("%5.2fs "+format, append([]any{time.Since(start).Seconds()}, args...)...)
+	}
+	c.TempDir = t.TempDir()
+	return c
+}
+
+func TestRunTinyEndToEnd(t *testing.T) {
+	rep, err := Run(context.Background(), tinyConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("ceiling", func(t *testing.T) { checkCeiling(t, rep.Ceiling) })
+	t.Run("crawl", func(t *testing.T) { checkCrawl(t, rep.Crawl) })
+	t.Run("dead", func(t *testing.T) { checkDead(t, rep.Dead) })
+	t.Run("frontier", func(t *testing.T) { checkFrontier(t, rep.Frontier) })
+	t.Run("memory", func(t *testing.T) { checkMemory(t, rep.Memory) })
+	t.Run("table", func(t *testing.T) {
+		var out bytes.Buffer
+		if err := rep.WriteTable(&out); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"CPUs, GOMAXPROCS", "SECTION", "ratio to ceiling", "breaker on: time ratio",
+			"lease+complete", "RSS growth from 25% to 100%", "Worker-seconds are"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("table lacks %q:\n%s", want, out.String())
+			}
+		}
+	})
+}
+
+func checkCeiling(t *testing.T, c *CeilingResult) {
+	t.Helper()
+	if c == nil || c.Pages != 40 || c.Errors != 0 || c.Passes != ceilingPasses || c.PagesPerSec <= 0 ||
+		c.MinPerSec > c.PagesPerSec || c.PagesPerSec > c.MaxPerSec {
+		t.Fatalf("ceiling = %+v; want 40 pages, no errors, min <= median <= max", c)
+	}
+}
+
+func checkCrawl(t *testing.T, c *CrawlResult) {
+	t.Helper()
+	if c == nil {
+		t.Fatal("no crawl result")
+	}
+	want := Traffic{PageRequests: 40, DistinctPages: 40, RobotsRequests: 4}
+	if c.Fetched != 40 || c.Failed != 0 || !c.Exhausted || c.Traffic != want {
+		t.Errorf("crawl = %+v; want 40 fetched once each, 4 robots.txt, exhausted", c)
+	}
+	if c.PagesPerSec <= 0 || c.RatioToCeiling <= 0 || c.DBBytes <= 0 {
+		t.Errorf("crawl rates = %+v; want positive rate, ratio and file size", c)
+	}
+}
+
+func checkDead(t *testing.T, d *DeadResult) {
+	t.Helper()
+	if d == nil || d.Baseline == nil || d.On == nil || d.Off == nil {
+		t.Fatalf("dead = %+v; want three runs", d)
+	}
+	for _, run := range []*DeadRun{d.Baseline, d.On, d.Off} {
+		if run.Fetched != 40 || run.Traffic.Duplicates() != 0 {
+			t.Errorf("%s: %d fetched, %d refetched; want 40 live pages once", run.Name, run.Fetched, run.Traffic.Duplicates())
+		}
+	}
+	if d.Baseline.Traffic.DeadConnections != 0 || d.Baseline.DeadWorkerSeconds != 0 {
+		t.Errorf("baseline touched a dead host: %+v", d.Baseline)
+	}
+	on := d.On
+	if !on.Exhausted || on.DeadLeft != 0 || on.DeadMaxPerRest < d.Threshold || on.DeadMaxPerRest > d.ConnLimit {
+		t.Errorf("breaker on = %+v; want exhausted, nothing left, %d..%d dead requests", on, d.Threshold, d.ConnLimit)
+	}
+	if on.DeadResults["host-down"] == 0 || on.DeadWorkerSeconds <= 0 {
+		t.Errorf("breaker on dead results = %v, %.2fs; want host-down URLs and some worker time", on.DeadResults, on.DeadWorkerSeconds)
+	}
+	off := d.Off
+	if off.Capped || off.DeadResults["transient"] != int64(d.DeadURLs) || off.Traffic.DeadConnections != d.DeadURLs {
+		t.Errorf("breaker off = %+v; want every dead URL attempted once and recorded transient", off)
+	}
+	if d.WorkerSecondsRatio() <= 1 || d.TimeRatio(on) <= 0 {
+		t.Errorf("ratios: worker-seconds %.2f, time %.2f; want the breaker to save worker time", d.WorkerSecondsRatio(), d.TimeRatio(on))
+	}
+}
+
+func checkFrontier(t *testing.T, f *FrontierResult) {
+	t.Helper()
+	if f == nil || f.URLs != 2000 || f.EnqueuePerSec <= 0 || f.LeasePerSec <= 0 || f.QueuedBytes <= 0 || f.FileBytes <= 0 {
+		t.Fatalf("frontier = %+v; want positive rates and sizes for 2000 URLs", f)
+	}
+}
+
+func checkMemory(t *testing.T, m *MemoryResult) {
+	t.Helper()
+	if m == nil || m.Seeded == nil || m.Filled == nil || m.Queued == nil || m.Growth == nil {
+		t.Fatalf("memory = %+v; want four runs", m)
+	}
+	for _, run := range []*MemoryRun{m.Seeded, m.Filled, m.Queued, m.Growth} {
+		if run.PeakKB < 1000 || run.Capped {
+			t.Errorf("%s: peak %d kB, capped %v; want a real peak", run.Name, run.PeakKB, run.Capped)
+		}
+	}
+	if got := m.Filled.Child.Queued; got != 400 {
+		t.Errorf("filled: %d queued, want 400", got)
+	}
+	if q := m.Queued.Child; q.Fetched != 50 || q.Queued != 350 {
+		t.Errorf("queued crawl: %+v; want 50 fetched and 350 left", q)
+	}
+	if g := m.Growth.Child; g.Fetched != 200 || !g.Exhausted {
+		t.Errorf("growth crawl: %+v; want all 200 pages", g)
+	}
+	if len(m.Growth.Samples) != 3 || m.Growth.Samples[2].Percent != 100 {
+		t.Errorf("growth samples = %+v; want 25, 50, 100%%", m.Growth.Samples)
+	}
+	if _, ok := m.GrowthRatio(); !ok {
+		t.Error("no growth ratio")
+	}
+}

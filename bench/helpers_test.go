@@ -1,0 +1,206 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMaxInWindow(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(secs ...float64) []time.Time {
+		var out []time.Time
+		for _, s := range secs {
+			out = append(out, t0.Add(time.Duration(s*float64(time.Second))))
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		times  []time.Time
+		window time.Duration
+		want   int
+	}{
+		{"none", nil, time.Minute, 0},
+		{"one", at(0), time.Minute, 1},
+		{"all within", at(0, 1, 2, 59), time.Minute, 4},
+		{"window end is exclusive", at(0, 60), time.Minute, 1},
+		{"densest later", at(0, 100, 101, 102, 200), 10 * time.Second, 3},
+		{"two rests", at(0, 1, 2, 70, 71), time.Minute, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := maxInWindow(tt.times, tt.window); got != tt.want {
+				t.Errorf("maxInWindow = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestInterleave(t *testing.T) {
+	urls := []string{"a0", "a1", "a2", "b0", "b1", "b2"}
+	got := interleave(urls, Size{Hosts: 2, Pages: 3})
+	want := []string{"a0", "b0", "a1", "b1", "a2", "b2"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("interleave = %v, want %v", got, want)
+	}
+}
+
+func TestParseSections(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []string
+		wantErr bool
+	}{
+		{"", AllSections, false},
+		{"crawl", []string{"crawl"}, false},
+		{" dead , memory", []string{"dead", "memory"}, false},
+		{"crawl,bogus", nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseSections(tt.in)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+			for _, s := range tt.want {
+				if !got[s] {
+					t.Errorf("%q not selected in %v", s, got)
+				}
+			}
+		})
+	}
+}
+
+func TestFormatting(t *testing.T) {
+	tests := []struct{ got, want string }{
+		{rate(0, "pages/s"), "0 pages/s"},
+		{rate(999.6, "pages/s"), "1,000 pages/s"},
+		{rate(1234567, "URLs/s"), "1,234,567 URLs/s"},
+		{rate(200000, "/s"), "200,000/s"},
+		{mb(150_000_000), "150.0 MB"},
+		{pct(0.3), "30.0%"},
+		{string(lastLines([]byte("a\nb\nc\n"), 2)), "b\nc"},
+		{string(lastLines([]byte("only"), 3)), "only"},
+		{wrap("aa bb cc", 5), "aa bb\ncc\n"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+	if got := parseKB("   123456 kB\n"); got != 123456 {
+		t.Errorf("parseKB = %d", got)
+	}
+}
+
+func TestReadProcStatusSelf(t *testing.T) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("no /proc")
+	}
+	st, err := readProcStatus("self")
+	if err != nil || st.rssKB <= 0 || st.hwmKB < st.rssKB {
+		t.Fatalf("readProcStatus(self) = %+v, %v; want 0 < VmRSS <= VmHWM", st, err)
+	}
+}
+
+func TestGrowthRatio(t *testing.T) {
+	run := func(samples ...RSSSample) *MemoryResult { return &MemoryResult{Growth: &MemoryRun{Samples: samples}} }
+	tests := []struct {
+		name   string
+		m      *MemoryResult
+		want   float64
+		wantOK bool
+	}{
+		{"flat", run(RSSSample{Percent: 25, RSSKB: 100}, RSSSample{Percent: 100, RSSKB: 100}), 0, true},
+		{"grew", run(RSSSample{Percent: 25, RSSKB: 100}, RSSSample{Percent: 50, RSSKB: 110}, RSSSample{Percent: 100, RSSKB: 130}), 0.3, true},
+		{"no 100", run(RSSSample{Percent: 25, RSSKB: 100}), 0, false},
+		{"no run", &MemoryResult{}, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := tt.m.GrowthRatio()
+			if ok != tt.wantOK || (ok && (got < tt.want-1e-9 || got > tt.want+1e-9)) {
+				t.Errorf("GrowthRatio = %v, %v; want %v, %v", got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+// TestDeadRowsVerdicts checks that a capped breaker-off run turns its
+// figures into lower bounds and cannot fail the worker-seconds target.
+func TestDeadRowsVerdicts(t *testing.T) {
+	d := &DeadResult{ConnLimit: 14,
+		Baseline: &DeadRun{Wall: 10 * time.Second},
+		On:       &DeadRun{Breaker: true, Wall: 11 * time.Second, DeadMaxPerRest: 8, DeadWorkerSeconds: 16},
+		Off:      &DeadRun{Wall: 100 * time.Second, Capped: true, DeadWorkerSeconds: 100}}
+	rows := (&Report{Dead: d}).Rows()
+	find := func(prefix string) Row {
+		t.Helper()
+		for _, r := range rows {
+			if strings.HasPrefix(r.Figure, prefix) {
+				return r
+			}
+		}
+		t.Fatalf("no row %q in %+v", prefix, rows)
+		return Row{}
+	}
+	tests := []struct{ figure, value, verdict string }{
+		{"breaker on: time ratio", "1.10x", "met"},
+		{"breaker on: dead-host requests", "0 (8)", "met"},
+		{"breaker off: time ratio", ">= 10.00x", ""},
+		{"worker-seconds on dead host, off / on", ">= 6.2x", "unknown"},
+	}
+	for _, tt := range tests {
+		r := find(tt.figure)
+		if r.Value != tt.value || r.Verdict != tt.verdict {
+			t.Errorf("%s: value %q verdict %q; want %q %q", tt.figure, r.Value, r.Verdict, tt.value, tt.verdict)
+		}
+	}
+}
+
+// TestRunChildCap checks both ends of a child's time limit: an expected cap
+// is a measurement, an unexpected one is reported as stuck with a dump file.
+func TestRunChildCap(t *testing.T) {
+	if _, err := exec.LookPath("sleep"); err != nil {
+		t.Skip("no sleep binary")
+	}
+	dir := t.TempDir()
+	cfg := &Config{TempDir: dir, ChildCap: 200 * time.Millisecond,
+		Child: func(ctx context.Context, _ []string) *exec.Cmd { return exec.CommandContext(ctx, "sleep", "5") }}
+	r := &runner{cfg: cfg, dir: dir, report: &Report{}}
+	run, err := r.runChild(context.Background(), childRun{name: "capped", capped: true})
+	if err != nil || run == nil || !run.Capped {
+		t.Errorf("capped run = %+v, %v; want a capped run and no error", run, err)
+	}
+	_, err = r.runChild(context.Background(), childRun{name: "hang"})
+	if err == nil || !strings.Contains(err.Error(), "stuck") || !strings.Contains(err.Error(), "breakwater-bench-stuck-hang-") {
+		t.Errorf("hanging child: err = %v; want a stuck error naming the dump file", err)
+	}
+}
+
+func TestProjectedOffSeconds(t *testing.T) {
+	tests := []struct {
+		name string
+		off  *DeadRun
+		want float64
+	}{
+		{"not capped", &DeadRun{DeadWorkerSeconds: 100, DeadResults: map[string]int64{"transient": 50}}, 0},
+		{"nothing recorded", &DeadRun{Capped: true, DeadLeft: 10}, 0},
+		{"half done", &DeadRun{Capped: true, DeadWorkerSeconds: 100, DeadLeft: 50, DeadResults: map[string]int64{"transient": 50}}, 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := (&DeadResult{Off: tt.off}).ProjectedOffSeconds(); got != tt.want {
+				t.Errorf("ProjectedOffSeconds = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
