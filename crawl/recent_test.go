@@ -8,7 +8,7 @@ import (
 
 func TestRecentSetRemembersAndStaysBounded(t *testing.T) {
 	var r recentSet
-	h := func(i int) storage.Hash { return storage.HashOf(string(rune(i)) + "x") }
+	h := func(i int) storage.Hash { return storage.HashOf("h", string(rune(i))+"x") }
 	if r.seenBefore(h(1)) {
 		t.Fatal("a new hash was reported as seen")
 	}
@@ -17,7 +17,7 @@ func TestRecentSetRemembersAndStaysBounded(t *testing.T) {
 	}
 	total := 0
 	for i := range 2_000_000 {
-		r.seenBefore(storage.HashOf(string(rune(i%0x10FFFF)) + string(rune(i/0x10FFFF)) + "y"))
+		r.seenBefore(storage.HashOf("h", string(rune(i%0x10FFFF))+string(rune(i/0x10FFFF))+"y"))
 	}
 	for i := range r.shards {
 		total += len(r.shards[i].cur) + len(r.shards[i].prev)

@@ -7,16 +7,20 @@ import (
 	"fmt"
 )
 
-// Hash is the dedupe key of a URL: the first 16 bytes of the SHA-256 of its
-// canonical form. 128 bits keep the seen set compact with no practical risk
-// of collision.
+// Hash is the dedupe key of a URL. Its first 4 bytes come from the URL's
+// host and the other 12 from the SHA-256 of its canonical form, so the
+// keys of one host sit together in the seen and results buckets: a commit
+// of one host's links dirties a few neighbouring pages instead of pages all
+// over the file. 96 bits per host keep collisions out of practical reach.
 type Hash [16]byte
 
-// HashOf returns the Hash of a canonical URL.
-func HashOf(canonical string) Hash {
-	sum := sha256.Sum256([]byte(canonical))
+// HashOf returns the Hash of a canonical URL on host (its host key).
+func HashOf(host, canonical string) Hash {
 	var h Hash
-	copy(h[:], sum[:16])
+	hostSum := sha256.Sum256([]byte(host))
+	sum := sha256.Sum256([]byte(canonical))
+	copy(h[:4], hostSum[:4])
+	copy(h[4:], sum[:12])
 	return h
 }
 

@@ -69,7 +69,7 @@ func isOpen(db *DB) bool {
 // item returns an Item of host whose URL (and so hash) is derived from path.
 func item(host, path string) Item {
 	u := "http://" + host + path
-	return Item{Host: host, URL: u, Hash: HashOf(u)}
+	return Item{Host: host, URL: u, Hash: HashOf(host, u)}
 }
 
 func fetched(it Item, status int) *Result {
