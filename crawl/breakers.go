@@ -95,28 +95,30 @@ func (e *Engine) persistBreakers() {
 
 // giveUpHosts records the queued URLs of hosts that have been down for
 // GiveUpAfter as failed ("host-down"), so a crawl can end. Held hosts are
-// never given up on: their URLs wait for a human.
+// never given up on: their URLs wait for a human. It runs now and then; a
+// URL of a given-up host found later is failed when it is offered (admit).
 func (e *Engine) giveUpHosts(now time.Time) {
 	for host := range e.breakers.Snapshot() {
 		if !e.breakers.GiveUp(host, e.opts.GiveUpAfter, now) {
 			continue
 		}
-		// Repeat now and then: URLs discovered after a give-up must not
-		// keep the crawl alive either.
-		last, again := e.givenUp.Load(host)
-		if again && now.Sub(last.(time.Time)) < 10*time.Second {
+		if last, again := e.givenUp.Load(host); again && now.Sub(last.(time.Time)) < 10*time.Second {
 			continue
 		}
-		e.givenUp.Store(host, now)
-		if !again {
-			e.log.Warn("giving up on host: its queued URLs are recorded as host-down", "host", host,
-				"after", e.opts.GiveUpAfter.String())
-		}
-		err := e.front.FailHost(host, storage.Result{ErrorClass: "host-down",
-			Error:     fmt.Sprintf("host unreachable for %s without a successful probe", e.opts.GiveUpAfter),
-			FetchedAt: now.UTC()})
-		if err != nil {
-			e.log.Error("give up on host", "host", host, "err", err)
-		}
+		e.giveUp(host, now)
+	}
+}
+
+// giveUp fails every queued URL of host as host-down.
+func (e *Engine) giveUp(host string, now time.Time) {
+	if _, again := e.givenUp.Swap(host, now); !again {
+		e.log.Warn("giving up on host: its queued URLs are recorded as host-down", "host", host,
+			"after", e.opts.GiveUpAfter.String())
+	}
+	err := e.front.FailHost(host, storage.Result{ErrorClass: "host-down",
+		Error:     fmt.Sprintf("host unreachable for %s without a successful probe", e.opts.GiveUpAfter),
+		FetchedAt: now.UTC()})
+	if err != nil {
+		e.log.Error("give up on host", "host", host, "err", err)
 	}
 }

@@ -116,9 +116,16 @@ func (e *Engine) admit(l *frontier.Lease, now time.Time) (breaker.Ticket, bool) 
 	if d.Allowed {
 		return d.Ticket, true
 	}
-	if d.Hold != breaker.NoHold || d.RetryAt.IsZero() {
+	switch {
+	case d.Hold != breaker.NoHold || d.RetryAt.IsZero():
 		e.front.Hold(l.Item.Host)
-	} else {
+	case e.breakers.GiveUp(l.Item.Host, e.opts.GiveUpAfter, now):
+		// Found after the host was given up on: fail it now rather than
+		// let it keep the crawl alive until the next sweep.
+		e.front.Release(l)
+		e.giveUp(l.Item.Host, now)
+		return breaker.Ticket{}, false
+	default:
 		e.front.Park(l.Item.Host, d.RetryAt.Add(e.jitter(d.RetryAt.Sub(now))))
 	}
 	e.front.Release(l)
