@@ -315,8 +315,7 @@ type crawlModel struct {
 }
 
 type modelLease struct {
-	l       *Lease
-	started bool
+	l *Lease
 }
 
 func newCrawlModel(pool []poolURL) *crawlModel {
