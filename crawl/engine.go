@@ -28,7 +28,6 @@ type Engine struct {
 	hosts    *hostTable
 	scope    *scope
 	token    string // product token: robots.txt group and refusal matching
-	recent   recentSet
 	log      *slog.Logger
 
 	fetchCtx  context.Context // cancelled StopGrace after a stop: in-flight requests end

@@ -109,7 +109,9 @@ func (e *Engine) discover(links []string, depth, redirects int) []storage.Item {
 		if err != nil {
 			continue
 		}
-		if e.scope.allows(link, it.Host, depth) && !e.recent.seenBefore(it.Hash) {
+		// Links seen before (menus, footers: most of a page's links) are
+		// dropped here, so they never cost the writer anything.
+		if e.scope.allows(link, it.Host, depth) && !e.db.Seen(it.Hash) {
 			out = append(out, it)
 		}
 	}

@@ -184,6 +184,7 @@ func (f *Frontier) leaseLocked(h *hostQueue) *Lease {
 	h.buf[0] = storage.Item{}
 	h.buf = h.buf[1:]
 	h.inflight++
+	h.leased = append(h.leased, it.Seq)
 	h.reserved = true
 	f.leased++
 	f.refillLocked(h)

@@ -16,7 +16,8 @@ type hostQueue struct {
 	loadedSeq uint64         // highest Seq ever put in buf
 	loading   bool
 	inflight  int
-	reserved  bool // a lease is between Next and Started/Release
+	leased    []uint64 // Seq of each lease in flight
+	reserved  bool     // a lease is between Next and Started/Release
 	held      bool
 	failing   bool // a FailHost is pending: offer nothing
 	readyAt   time.Time

@@ -10,5 +10,5 @@ func NewItem(rawURL string, depth, redirects int) (storage.Item, error) {
 	if err != nil {
 		return storage.Item{}, err
 	}
-	return storage.Item{Host: host, URL: rawURL, Hash: storage.HashOf(host, canonical), Depth: depth, Redirects: redirects}, nil
+	return storage.Item{Host: host, URL: rawURL, Hash: storage.HashOf(canonical), Depth: depth, Redirects: redirects}, nil
 }

@@ -1,6 +1,7 @@
 package frontier
 
 import (
+	"slices"
 	"time"
 
 	"breakwater/storage"
@@ -74,6 +75,9 @@ func (f *Frontier) endLocked(l *Lease) bool {
 	}
 	l.done = true
 	l.host.inflight--
+	if i := slices.Index(l.host.leased, l.Item.Seq); i >= 0 {
+		l.host.leased = slices.Delete(l.host.leased, i, i+1)
+	}
 	l.host.reserved = false
 	f.leased--
 	return true
@@ -129,13 +133,15 @@ func (f *Frontier) Unhold(host string) {
 
 // FailHost records every queued URL of host as failed with the template
 // (for a host given up on) and drops them from memory. Leases in flight for
-// the host are not affected.
+// the host are not affected: their own outcome is recorded when they end.
 func (f *Frontier) FailHost(host string, template storage.Result) error {
 	f.mu.Lock()
+	var inFlight []uint64
 	if h := f.hosts[host]; h != nil {
 		h.failing = true
+		inFlight = slices.Clone(h.leased)
 		f.updateLocked(h)
 	}
 	f.mu.Unlock()
-	return f.writer.submit(1, func(b *storage.Batch) { b.FailHost(host, template) })
+	return f.writer.submit(1, func(b *storage.Batch) { b.FailHost(host, template, inFlight) })
 }

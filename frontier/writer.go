@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -228,14 +229,17 @@ func (f *Frontier) committed(c *storage.Committed) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	// Failed hosts first: URLs added after a FailHost in the same batch are
-	// queued anew and must survive the clearing.
-	for host := range c.FailedHosts {
+	// queued anew and must survive the clearing. A lease in flight during
+	// the FailHost and released since is back in the buffer, still queued in
+	// the file, and stays.
+	for host, failed := range c.FailedHosts {
 		if h := f.hosts[host]; h != nil {
 			h.failing = false
 			for _, it := range h.buf {
 				h.loadedSeq = max(h.loadedSeq, it.Seq)
 			}
-			h.buf, h.backlog = nil, 0
+			h.buf = slices.DeleteFunc(h.buf, func(it storage.Item) bool { return slices.Contains(failed, it.Seq) })
+			h.backlog = 0
 			f.updateLocked(h)
 		}
 	}

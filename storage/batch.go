@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -38,6 +39,7 @@ type op struct {
 	bucket []byte
 	key    string
 	value  []byte
+	seqs   []uint64
 }
 
 // Len is the number of operations in the batch.
@@ -49,11 +51,12 @@ func (b *Batch) Add(it Item) { b.ops = append(b.ops, op{kind: opAdd, item: it}) 
 // Requeue enqueues it again even though it was seen (for retrying failed URLs).
 func (b *Batch) Requeue(it Item) { b.ops = append(b.ops, op{kind: opRequeue, item: it}) }
 
-// Complete removes it from the queue and stores its result, atomically.
-// The result is encoded here, in the caller's goroutine, so the single
-// writer only copies bytes.
+// Complete removes it from the queue and stores its result, atomically. An
+// item no longer queued (its host was given up on meanwhile) is ignored:
+// its outcome is recorded already. The result is encoded here, in the
+// caller's goroutine, so the single writer only copies bytes.
 func (b *Batch) Complete(it Item, r *Result) {
-	b.ops = append(b.ops, op{kind: opComplete, item: it, value: encodeResult(r)})
+	b.ops = append(b.ops, op{kind: opComplete, item: it, value: encodeResult(it.Hash, r)})
 }
 
 // Defer moves it from the queue to the deferred bucket, due at due.
@@ -67,9 +70,11 @@ func (b *Batch) Promote(now time.Time, limit int) {
 }
 
 // FailHost records every queued URL of host as failed with the given
-// template (URL, depth and attempts filled per URL) and removes them from the queue.
-func (b *Batch) FailHost(host string, template Result) {
-	b.ops = append(b.ops, op{kind: opFailHost, key: host, result: &template})
+// template (URL, depth and attempts filled per URL) and removes them from the
+// queue, except the URLs whose Seq is in inFlight: their own outcome is
+// coming.
+func (b *Batch) FailHost(host string, template Result, inFlight []uint64) {
+	b.ops = append(b.ops, op{kind: opFailHost, key: host, result: &template, seqs: inFlight})
 }
 
 // PutRobots caches a host's serialized robots.txt rules.
@@ -99,27 +104,34 @@ func (b *Batch) AppendCase(data []byte) {
 
 // Committed reports what a Commit changed in the queue, for the scheduler.
 type Committed struct {
-	Added       []Item         // newly queued items (from Add, Requeue, Promote), with Seq set
-	FailedHosts map[string]int // URLs recorded as failed per FailHost
-	NextDue     time.Time      // earliest due time left in the deferred bucket; zero if none
+	Added       []Item              // newly queued items (from Add, Requeue, Promote), with Seq set
+	FailedHosts map[string][]uint64 // Seq of each URL recorded as failed, per FailHost
+	NextDue     time.Time           // earliest due time left in the deferred bucket; zero if none
 }
 
 // Commit applies the batch in one transaction: one pair of fsyncs for the
 // whole batch. On error nothing of the batch is applied.
 func (db *DB) Commit(b *Batch) (*Committed, error) {
 	out := &Committed{}
+	// Commits are serialized here, not only by bbolt, so that the in-memory
+	// seen set takes a commit's new URLs before the next commit checks it.
+	db.commitMu.Lock()
+	defer db.commitMu.Unlock()
+	var fresh []uint64
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
-		w := newBatchWriter(tx, out)
+		w := newBatchWriter(tx, out, db.seen)
 		for i := range b.ops {
 			if err := w.apply(&b.ops[i]); err != nil {
 				return err
 			}
 		}
+		fresh = w.fresh
 		return w.finish()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("commit batch of %d: %w", len(b.ops), err)
 	}
+	db.seen.addAll(fresh)
 	return out, nil
 }
 
@@ -130,11 +142,16 @@ type batchWriter struct {
 	results, hosts, meta  *bolt.Bucket
 	counts                Counts
 	hostDelta             map[string]*HostCounts
+	// The seen set as committed, and what this batch adds to it: the set
+	// itself changes only once the transaction is durable.
+	seenSet    *seenSet
+	fresh      []uint64
+	freshIndex map[uint64]struct{}
 }
 
-func newBatchWriter(tx *bolt.Tx, out *Committed) *batchWriter {
+func newBatchWriter(tx *bolt.Tx, out *Committed, seen *seenSet) *batchWriter {
 	return &batchWriter{
-		tx: tx, out: out,
+		tx: tx, out: out, seenSet: seen,
 		seen: tx.Bucket(bucketSeen), queue: tx.Bucket(bucketQueue), deferred: tx.Bucket(bucketDeferred),
 		results: tx.Bucket(bucketResults), hosts: tx.Bucket(bucketHosts), meta: tx.Bucket(bucketMeta),
 		hostDelta: make(map[string]*HostCounts),
@@ -153,11 +170,8 @@ func (w *batchWriter) delta(host string) *HostCounts {
 func (w *batchWriter) apply(o *op) error {
 	switch o.kind {
 	case opAdd:
-		if w.seen.Get(o.item.Hash[:]) != nil {
+		if !w.markSeen(fingerprint(o.item.Hash)) {
 			return nil
-		}
-		if err := w.seen.Put(o.item.Hash[:], []byte{1}); err != nil {
-			return err
 		}
 		w.counts.Seen++
 		return w.enqueue(o.item)
@@ -170,7 +184,7 @@ func (w *batchWriter) apply(o *op) error {
 	case opPromote:
 		return w.promote(o.due, o.limit)
 	case opFailHost:
-		return w.failHost(o.key, o.result)
+		return w.failHost(o.key, o.result, o.seqs)
 	case opPut:
 		return w.tx.Bucket(o.bucket).Put([]byte(o.key), o.value)
 	case opDelete:
@@ -184,6 +198,23 @@ func (w *batchWriter) apply(o *op) error {
 		return bk.Put(u64(seq), o.value)
 	}
 	return fmt.Errorf("unknown batch op %d", o.kind)
+}
+
+// markSeen adds fp to the batch's new fingerprints, reporting false when
+// it was seen before.
+func (w *batchWriter) markSeen(fp uint64) bool {
+	if w.seenSet.has(fp) {
+		return false
+	}
+	if w.freshIndex == nil {
+		w.freshIndex = make(map[uint64]struct{})
+	}
+	if _, dup := w.freshIndex[fp]; dup {
+		return false
+	}
+	w.freshIndex[fp] = struct{}{}
+	w.fresh = append(w.fresh, fp)
+	return true
 }
 
 func (w *batchWriter) enqueue(it Item) error {
@@ -217,18 +248,31 @@ func (w *batchWriter) dequeue(it Item) (bool, error) {
 }
 
 func (w *batchWriter) complete(it Item, encoded []byte) error {
-	if _, err := w.dequeue(it); err != nil {
+	if queued, err := w.dequeue(it); err != nil || !queued {
 		return err
 	}
-	return w.putResult(it.Hash, it.Host, encoded)
+	return w.putResult(it, encoded)
 }
 
-func (w *batchWriter) putResult(h Hash, host string, encoded []byte) error {
-	if old := w.results.Get(h[:]); len(old) > 0 {
-		w.countResult(host, old[0] == resultFailed, -1)
+// putResult appends the result under the next result sequence number: the
+// bucket grows at its end, so a commit dirties a few pages however many
+// results it stores. A result replacing an earlier one deletes that one.
+func (w *batchWriter) putResult(it Item, encoded []byte) error {
+	if it.Replaces != 0 {
+		key := u64(it.Replaces)
+		if old := w.results.Get(key); len(old) > 0 {
+			w.countResult(it.Host, old[0] == resultFailed, -1)
+			if err := w.results.Delete(key); err != nil {
+				return err
+			}
+		}
 	}
-	w.countResult(host, encoded[0] == resultFailed, 1)
-	return w.results.Put(h[:], encoded)
+	w.countResult(it.Host, encoded[0] == resultFailed, 1)
+	seq, err := w.results.NextSequence()
+	if err != nil {
+		return err
+	}
+	return w.results.Put(u64(seq), encoded)
 }
 
 func (w *batchWriter) countResult(host string, failed bool, sign int64) {
@@ -277,7 +321,7 @@ func (w *batchWriter) promote(now time.Time, limit int) error {
 	return nil
 }
 
-func (w *batchWriter) failHost(host string, template *Result) error {
+func (w *batchWriter) failHost(host string, template *Result, inFlight []uint64) error {
 	prefix := append([]byte(host), 0)
 	c := w.queue.Cursor()
 	var items []Item
@@ -286,14 +330,16 @@ func (w *batchWriter) failHost(host string, template *Result) error {
 		if err != nil {
 			return err
 		}
-		items = append(items, it)
+		if !slices.Contains(inFlight, it.Seq) {
+			items = append(items, it)
+		}
 	}
 	failed := make(map[uint64]bool, len(items))
 	for _, it := range items {
 		failed[it.Seq] = true
 		r := *template
 		r.URL, r.FinalURL, r.Host, r.Depth, r.Attempts = it.URL, it.URL, it.Host, it.Depth, it.Attempts
-		if err := w.complete(it, encodeResult(&r)); err != nil {
+		if err := w.complete(it, encodeResult(it.Hash, &r)); err != nil {
 			return err
 		}
 	}
@@ -306,13 +352,23 @@ func (w *batchWriter) failHost(host string, template *Result) error {
 	}
 	w.out.Added = added
 	if w.out.FailedHosts == nil {
-		w.out.FailedHosts = make(map[string]int)
+		w.out.FailedHosts = make(map[string][]uint64)
 	}
-	w.out.FailedHosts[host] += len(items)
+	seqs := w.out.FailedHosts[host]
+	if seqs == nil {
+		seqs = []uint64{} // a host with nothing queued is still reported
+	}
+	for _, it := range items {
+		seqs = append(seqs, it.Seq)
+	}
+	w.out.FailedHosts[host] = seqs
 	return nil
 }
 
 func (w *batchWriter) finish() error {
+	if err := appendSeenLog(w.seen, w.fresh); err != nil {
+		return err
+	}
 	if k, _ := w.deferred.Cursor().First(); len(k) >= 8 {
 		w.out.NextDue = time.Unix(0, int64(beUint64(k[:8])))
 	}

@@ -102,6 +102,7 @@ func TestComplete(t *testing.T) {
 			var last *Result
 			for i, mk := range tt.results {
 				if i > 0 {
+					it.Replaces = resultKeys(t, db)[it.Hash]
 					it = commit(t, db, func(b *Batch) { b.Requeue(it) }).Added[0]
 				}
 				last = mk(it)
@@ -129,8 +130,9 @@ func TestComplete(t *testing.T) {
 func ok200(it Item) *Result   { return fetched(it, 200) }
 func timeout(it Item) *Result { return failed(it, "timeout") }
 
-// A second Complete of the same item (a stale lease, say) replaces the result
-// but must not count the URL twice or drive Queued negative.
+// A second Complete of the same item (a stale lease, say) finds it no longer
+// queued and is ignored: the URL is not counted twice, Queued does not go
+// negative, and the first outcome stays the URL's only result.
 func TestCompleteTwiceInOneBatch(t *testing.T) {
 	db := openTestDB(t)
 	it := enqueue(t, db, item("a.com", "/"))[0]
@@ -138,9 +140,13 @@ func TestCompleteTwiceInOneBatch(t *testing.T) {
 		b.Complete(it, timeout(it))
 		b.Complete(it, ok200(it))
 	})
-	if got, want := mustCounts(t, db), (Counts{Seen: 1, Fetched: 1}); got != want {
+	if got, want := mustCounts(t, db), (Counts{Seen: 1, Failed: 1}); got != want {
 		t.Fatalf("Counts = %+v, want %+v", got, want)
 	}
+	if s := takeSnapshot(t, db); len(s.Results) != 1 || s.Results[it.Hash].ErrorClass != "timeout" {
+		t.Fatalf("results = %+v, want only the first (timeout)", s.Results)
+	}
+	checkInvariants(t, db)
 }
 
 func TestDeferAndPromote(t *testing.T) {
@@ -278,10 +284,10 @@ func TestFailHost(t *testing.T) {
 	commit(t, db, func(b *Batch) { b.Defer(q[2], t1) }) // parked URLs are not "queued"
 	template := Result{ErrorClass: "breaker_open", Error: "host failing", FetchedAt: t0, URL: "ignored"}
 	got := commit(t, db, func(b *Batch) {
-		b.FailHost("a.com", template)
-		b.FailHost("idle.com", template)
+		b.FailHost("a.com", template, nil)
+		b.FailHost("idle.com", template, nil)
 	})
-	if want := map[string]int{"a.com": 2, "idle.com": 0}; !reflect.DeepEqual(got.FailedHosts, want) {
+	if want := map[string][]uint64{"a.com": {q[0].Seq, q[1].Seq}, "idle.com": {}}; !reflect.DeepEqual(got.FailedHosts, want) {
 		t.Fatalf("FailedHosts = %v, want %v", got.FailedHosts, want)
 	}
 	s := takeSnapshot(t, db)

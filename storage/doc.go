@@ -5,17 +5,20 @@
 // Buckets:
 //
 //	meta         schema version, crawl settings (seeds, scope), counters
-//	seen         16-byte hash of each canonical URL ever enqueued (the dedupe set)
+//	seen         seq -> the 64-bit fingerprints of the URLs one commit queued
+//	             for the first time: the log of the dedupe set, which is held
+//	             in memory and read back at Open
 //	queue        host \x00 seq -> Item: URLs waiting to be fetched, FIFO per host
 //	deferred     due-time seq  -> Item: URLs parked until a time (retries, waits)
-//	results      URL hash      -> Result: the latest outcome of each fetched URL
+//	results      seq           -> flag, URL hash, Result: the latest outcome of
+//	             each fetched URL, in the order outcomes were stored
 //	hosts        host          -> HostCounts
 //	robots       host          -> cached robots.txt bytes
 //	breakers     host          -> persisted circuit-breaker state
 //	transitions  seq           -> one breaker transition, append-only
 //	cases        seq           -> a refusal naming the crawler, for a human
 //
-// Invariants: a URL's hash is in seen before its Item is anywhere; an Item is
+// Invariants: a URL's fingerprint is in seen before its Item is anywhere; an Item is
 // in exactly one of queue or deferred until its Result is stored, and the
 // queue entry is deleted in the same transaction that stores the Result, so a
 // crash at any moment loses no URL (in-flight ones are fetched again).

@@ -7,21 +7,14 @@ import (
 	"fmt"
 )
 
-// Hash is the dedupe key of a URL. Its first 4 bytes come from the URL's
-// host and the other 12 from the SHA-256 of its canonical form, so the
-// keys of one host sit together in the seen and results buckets: a commit
-// of one host's links dirties a few neighbouring pages instead of pages all
-// over the file. 96 bits per host keep collisions out of practical reach.
+// Hash identifies a URL: the first 16 bytes of the SHA-256 of its canonical
+// form. The seen set keeps a 64-bit fingerprint of it (see seenSet).
 type Hash [16]byte
 
-// HashOf returns the Hash of a canonical URL on host (its host key).
-func HashOf(host, canonical string) Hash {
-	var h Hash
-	hostSum := sha256.Sum256([]byte(host))
+// HashOf returns the Hash of a canonical URL.
+func HashOf(canonical string) Hash {
 	sum := sha256.Sum256([]byte(canonical))
-	copy(h[:4], hostSum[:4])
-	copy(h[4:], sum[:12])
-	return h
+	return Hash(sum[:16])
 }
 
 // Item is one URL in the frontier.
@@ -33,20 +26,24 @@ type Item struct {
 	Depth     int    // link hops from a seed
 	Attempts  int    // fetch attempts already made
 	Redirects int    // redirect hops that led to this URL
+	// Replaces is the key of the URL's earlier result that its next result
+	// replaces (a failed URL queued again by RequeueFailed); 0 for none.
+	Replaces uint64
 }
 
-const itemFormat = 1
+const itemFormat = 2
 
 var errBadItem = errors.New("malformed frontier item")
 
 func (it *Item) marshal() []byte {
-	b := make([]byte, 0, 1+16+8+4*binary.MaxVarintLen32+len(it.Host)+len(it.URL)+4)
+	b := make([]byte, 0, 1+16+8+5*binary.MaxVarintLen64+len(it.Host)+len(it.URL)+4)
 	b = append(b, itemFormat)
 	b = append(b, it.Hash[:]...)
 	b = binary.BigEndian.AppendUint64(b, it.Seq)
 	b = binary.AppendUvarint(b, uint64(it.Depth))
 	b = binary.AppendUvarint(b, uint64(it.Attempts))
 	b = binary.AppendUvarint(b, uint64(it.Redirects))
+	b = binary.AppendUvarint(b, it.Replaces)
 	b = binary.AppendUvarint(b, uint64(len(it.Host)))
 	b = append(b, it.Host...)
 	return append(b, it.URL...)
@@ -60,7 +57,7 @@ func unmarshalItem(b []byte) (Item, error) {
 	copy(it.Hash[:], b[1:17])
 	it.Seq = binary.BigEndian.Uint64(b[17:25])
 	rest := b[25:]
-	var fields [4]uint64
+	var fields [5]uint64
 	for i := range fields {
 		v, n := binary.Uvarint(rest)
 		if n <= 0 {
@@ -68,12 +65,13 @@ func unmarshalItem(b []byte) (Item, error) {
 		}
 		fields[i], rest = v, rest[n:]
 	}
-	if fields[3] > uint64(len(rest)) {
+	if fields[4] > uint64(len(rest)) {
 		return it, errBadItem
 	}
 	it.Depth, it.Attempts, it.Redirects = int(fields[0]), int(fields[1]), int(fields[2])
-	it.Host = string(rest[:fields[3]])
-	it.URL = string(rest[fields[3]:])
+	it.Replaces = fields[3]
+	it.Host = string(rest[:fields[4]])
+	it.URL = string(rest[fields[4]:])
 	return it, nil
 }
 

@@ -69,7 +69,7 @@ func (db *DB) NextDue() (due int64, ok bool, err error) {
 func (db *DB) ForEachResult(fn func(r *Result) error) error {
 	return db.bolt.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketResults).ForEach(func(k, v []byte) error {
-			r, err := decodeResult(v)
+			_, r, err := decodeResult(v)
 			if err != nil {
 				return fmt.Errorf("decode result %x: %w", k, err)
 			}
@@ -94,21 +94,20 @@ func (db *DB) RequeueFailed() (int, error) {
 			if len(v) > 0 && v[0] != resultFailed {
 				return nil
 			}
-			r, err := decodeResult(v)
+			h, r, err := decodeResult(v)
 			if err != nil {
 				return fmt.Errorf("decode result %x: %w", k, err)
 			}
-			var h Hash
-			copy(h[:], k)
 			if r.Failed() && !pending[h] {
-				failed = append(failed, Item{Host: r.Host, URL: r.URL, Hash: h, Depth: r.Depth})
+				failed = append(failed, Item{Host: r.Host, URL: r.URL, Hash: h, Depth: r.Depth,
+					Replaces: beUint64(k)})
 			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		w := newBatchWriter(tx, &Committed{})
+		w := newBatchWriter(tx, &Committed{}, db.seen)
 		for _, it := range failed {
 			if err := w.enqueue(it); err != nil {
 				return err

@@ -57,14 +57,17 @@ func (c *HostCounts) add(d HostCounts) {
 
 func (c *HostCounts) zero() bool { return *c == HostCounts{} }
 
-// A stored result is one flag byte and the JSON of the Result: the flag lets
-// a commit adjust the counters when a result is replaced without decoding it.
+// A stored result is one flag byte, the URL's Hash and the JSON of the
+// Result. The flag lets a commit adjust the counters when a result is
+// replaced without decoding it; the hash lets RequeueFailed rebuild the
+// URL's Item.
 const (
 	resultPage   = 'P'
 	resultFailed = 'F'
+	resultHeader = 1 + len(Hash{})
 )
 
-func encodeResult(r *Result) []byte {
+func encodeResult(h Hash, r *Result) []byte {
 	flag := byte(resultPage)
 	if r.Failed() {
 		flag = resultFailed
@@ -74,16 +77,21 @@ func encodeResult(r *Result) []byte {
 		// A Result holds only strings, numbers and times: this cannot fail.
 		panic("encode result: " + err.Error())
 	}
-	return append([]byte{flag}, data...)
+	out := make([]byte, resultHeader, resultHeader+len(data))
+	out[0] = flag
+	copy(out[1:], h[:])
+	return append(out, data...)
 }
 
 var errBadResult = errors.New("malformed result record")
 
-func decodeResult(v []byte) (Result, error) {
+func decodeResult(v []byte) (Hash, Result, error) {
 	var r Result
-	if len(v) < 2 || (v[0] != resultPage && v[0] != resultFailed) {
-		return r, errBadResult
+	var h Hash
+	if len(v) < resultHeader+2 || (v[0] != resultPage && v[0] != resultFailed) {
+		return h, r, errBadResult
 	}
-	err := json.Unmarshal(v[1:], &r)
-	return r, err
+	copy(h[:], v[1:resultHeader])
+	err := json.Unmarshal(v[resultHeader:], &r)
+	return h, r, err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -12,7 +13,7 @@ import (
 )
 
 // SchemaVersion is the layout version this build writes and understands.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Sentinel errors callers branch on.
 var (
@@ -55,8 +56,11 @@ type Options struct {
 
 // DB is an open Breakwater database file.
 type DB struct {
-	bolt *bolt.DB
-	path string
+	bolt     *bolt.DB
+	path     string
+	commitMu sync.Mutex
+	seen     *seenSet // empty when read-only
+	readOnly bool
 }
 
 // Open opens (creating if needed) the database file at path, checks its
@@ -88,8 +92,24 @@ func Open(path string, opts *Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	db := &DB{bolt: bdb, path: path}
+	db := &DB{bolt: bdb, path: path, readOnly: opts.ReadOnly}
 	if err := db.checkSchema(opts.ReadOnly); err != nil {
+		bdb.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	db.seen = &seenSet{}
+	if opts.ReadOnly { // nothing will be added: the set is not needed
+		return db, nil
+	}
+	err = bdb.View(func(tx *bolt.Tx) error {
+		counts, err := readCounts(tx.Bucket(bucketMeta))
+		if err != nil {
+			return err
+		}
+		db.seen, err = loadSeen(tx, counts.Seen)
+		return err
+	})
+	if err != nil {
 		bdb.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
@@ -141,6 +161,11 @@ func isNonEmpty(tx *bolt.Tx) bool {
 	k, _ := tx.Cursor().First()
 	return k != nil
 }
+
+// Seen reports whether the URL with hash h was ever queued, as of the last
+// commit. It is cheap and safe to call from any goroutine: workers use it to
+// drop known links before they reach the writer.
+func (db *DB) Seen(h Hash) bool { return db.seen.has(fingerprint(h)) }
 
 // Path is the file's path.
 func (db *DB) Path() string { return db.path }

@@ -92,7 +92,7 @@ func TestOpenRejects(t *testing.T) {
 	}{
 		{"newer schema", func(t *testing.T, p string) {
 			writeBolt(t, p, map[string]map[string][]byte{"meta": {"schema": schemaBytes(99)}})
-		}, true, []string{"99", "understands 1"}},
+		}, true, []string{"99", "understands 2"}},
 		{"foreign bbolt file", func(t *testing.T, p string) {
 			writeBolt(t, p, map[string]map[string][]byte{"other": {"k": []byte("v")}})
 		}, true, []string{"metadata"}},
@@ -262,7 +262,7 @@ func TestFailedCommitAppliesNothing(t *testing.T) {
 			b.Add(item("new.com", "/"))
 			b.Complete(q[0], ok200(q[0]))
 			b.Promote(t4, 10)
-			b.FailHost("b.com:81", Result{ErrorClass: "refused"})
+			b.FailHost("b.com:81", Result{ErrorClass: "refused"}, nil)
 			b.AppendTransition([]byte("lost"))
 			tt.bad(&b)
 			c, err := db.Commit(&b)
@@ -313,6 +313,7 @@ const (
 // is completed again, so it has both a place and a result.
 type rec struct {
 	it     Item     // Seq is 0 until the commit that queued it reports it
+	key    uint64   // of its stored result, once a commit has stored one
 	place  recState // stQueued, stDeferred or stNone
 	result recState // stFetched, stFailed or stNone
 	due    time.Time
@@ -431,6 +432,7 @@ func (m *model) apply(op propOp, b *Batch) {
 				res, r.result = timeout(r.it), stFailed
 			}
 			b.Complete(r.it, res)
+			r.key = 0 // known after the commit
 		}
 	case 6, 7:
 		if c := m.known(); len(c) > 0 {
@@ -442,12 +444,13 @@ func (m *model) apply(op propOp, b *Batch) {
 	case 8:
 		var done []*rec
 		for _, r := range m.order {
-			if r.place == stNone {
+			if r.place == stNone && r.key != 0 {
 				done = append(done, r)
 			}
 		}
 		if len(done) > 0 {
 			r := done[op.Pick%len(done)]
+			r.it.Replaces = r.key
 			b.Requeue(r.it)
 			m.enqueue(r)
 		}
@@ -502,6 +505,10 @@ func TestStoreMatchesModel(t *testing.T) {
 					t.Fatalf("Commit: %v", err)
 				}
 				m.checkCommitted(t, c)
+				keys := resultKeys(t, db)
+				for h, r := range m.recs {
+					r.key = keys[h]
+				}
 				if rapid.IntRange(0, 9).Draw(t, "reopen") == 0 {
 					if err := db.Close(); err != nil {
 						t.Fatalf("Close: %v", err)

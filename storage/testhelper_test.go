@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -69,7 +70,7 @@ func isOpen(db *DB) bool {
 // item returns an Item of host whose URL (and so hash) is derived from path.
 func item(host, path string) Item {
 	u := "http://" + host + path
-	return Item{Host: host, URL: u, Hash: HashOf(host, u)}
+	return Item{Host: host, URL: u, Hash: HashOf(u)}
 }
 
 func fetched(it Item, status int) *Result {
@@ -144,7 +145,7 @@ type deferredEntry struct {
 type snapshot struct {
 	Counts   Counts
 	Hosts    map[string]HostCounts
-	Seen     map[Hash]bool
+	Seen     map[uint64]bool // fingerprints, from the seen log
 	Queue    []Item          // in key order: host, then FIFO
 	Deferred []deferredEntry // in due order
 	Results  map[Hash]Result
@@ -155,7 +156,7 @@ type snapshot struct {
 
 func takeSnapshot(t tb, db *DB) snapshot {
 	t.Helper()
-	s := snapshot{Hosts: hostCounts(t, db), Seen: map[Hash]bool{}, Results: map[Hash]Result{},
+	s := snapshot{Hosts: hostCounts(t, db), Seen: map[uint64]bool{}, Results: map[Hash]Result{},
 		Robots: map[string]string{}, Breakers: map[string]string{}}
 	s.Counts = mustCounts(t, db)
 	err := db.bolt.View(func(tx *bolt.Tx) error {
@@ -174,10 +175,19 @@ func takeSnapshot(t tb, db *DB) snapshot {
 }
 
 func readSnapshot(tx *bolt.Tx, s *snapshot) error {
-	_ = tx.Bucket(bucketSeen).ForEach(func(k, _ []byte) error {
-		s.Seen[Hash(k)] = true
+	err := tx.Bucket(bucketSeen).ForEach(func(k, v []byte) error {
+		for i := 0; i+8 <= len(v); i += 8 {
+			fp := binary.LittleEndian.Uint64(v[i:])
+			if s.Seen[fp] {
+				return fmt.Errorf("fingerprint %x logged twice", fp)
+			}
+			s.Seen[fp] = true
+		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
 	_ = tx.Bucket(bucketRobots).ForEach(func(k, v []byte) error {
 		s.Robots[string(k)] = string(v)
 		return nil
@@ -186,7 +196,7 @@ func readSnapshot(tx *bolt.Tx, s *snapshot) error {
 		s.Breakers[string(k)] = string(v)
 		return nil
 	})
-	err := tx.Bucket(bucketQueue).ForEach(func(k, v []byte) error {
+	err = tx.Bucket(bucketQueue).ForEach(func(k, v []byte) error {
 		it, err := decodeItem("queue", k, v)
 		if string(queueKey(it.Host, it.Seq)) != string(k) {
 			return fmt.Errorf("queue key %x does not match item %s seq %d", k, it.Host, it.Seq)
@@ -206,14 +216,17 @@ func readSnapshot(tx *bolt.Tx, s *snapshot) error {
 		return err
 	}
 	return tx.Bucket(bucketResults).ForEach(func(k, v []byte) error {
-		r, err := decodeResult(v)
+		h, r, err := decodeResult(v)
 		if err != nil {
 			return err
 		}
 		if (v[0] == resultFailed) != r.Failed() {
 			return fmt.Errorf("result %x: flag %q disagrees with error class %q", k, v[0], r.ErrorClass)
 		}
-		s.Results[Hash(k)] = r
+		if _, dup := s.Results[h]; dup {
+			return fmt.Errorf("URL hash %x has two results", h)
+		}
+		s.Results[h] = r
 		return nil
 	})
 }
@@ -233,7 +246,7 @@ func checkInvariants(t tb, db *DB) {
 			t.Fatalf("hash %x is in %s and in %s", h, prev, bucket)
 		}
 		where[h] = bucket
-		if !s.Seen[h] {
+		if !s.Seen[fingerprint(h)] {
 			t.Fatalf("hash %x is in %s but not in seen", h, bucket)
 		}
 	}
@@ -263,6 +276,14 @@ func checkInvariants(t tb, db *DB) {
 		hosts[r.Host] = hc
 	}
 	want.Seen = int64(len(s.Seen))
+	if n := db.seen.len(); n != len(s.Seen) && !db.readOnly {
+		t.Fatalf("seen set in memory holds %d fingerprints, the log %d", n, len(s.Seen))
+	}
+	for fp := range s.Seen {
+		if !db.seen.has(fp) && !db.readOnly {
+			t.Fatalf("logged fingerprint %x missing from the seen set in memory", fp)
+		}
+	}
 	if s.Counts != want {
 		t.Fatalf("stored Counts = %+v, buckets hold %+v", s.Counts, want)
 	}
@@ -291,4 +312,21 @@ func checkBolt(t tb, db *DB) {
 	if err != nil || len(errs) > 0 {
 		t.Fatalf("bbolt check: %v %v", err, errs)
 	}
+}
+
+// resultKeys maps each stored result's URL hash to its key.
+func resultKeys(t tb, db *DB) map[Hash]uint64 {
+	t.Helper()
+	keys := map[Hash]uint64{}
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketResults).ForEach(func(k, v []byte) error {
+			h, _, err := decodeResult(v)
+			keys[h] = beUint64(k)
+			return err
+		})
+	})
+	if err != nil {
+		t.Fatalf("result keys: %v", err)
+	}
+	return keys
 }
