@@ -42,7 +42,7 @@ func (o Options) withDefaults() Options {
 		o.Buffer = 16
 	}
 	if o.MaxBatch <= 0 {
-		o.MaxBatch = 4096
+		o.MaxBatch = 32768
 	}
 	if o.PromoteBatch <= 0 {
 		o.PromoteBatch = 2048

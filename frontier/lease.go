@@ -39,8 +39,9 @@ func (f *Frontier) Started(l *Lease, next time.Time) {
 // queue entry is deleted in the same commit that stores the result.
 func (f *Frontier) Complete(l *Lease, r *storage.Result, discovered []storage.Item) error {
 	it := l.Item
+	rec := storage.EncodeResult(it, r)
 	err := f.writer.submit(1+len(discovered), func(b *storage.Batch) {
-		b.Complete(it, r)
+		b.CompleteRecord(it, rec)
 		for _, d := range discovered {
 			b.Add(d)
 		}

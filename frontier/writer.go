@@ -105,8 +105,9 @@ func (w *writer) run() {
 	defer timer.Stop()
 	prune := time.NewTicker(5 * time.Second)
 	defer prune.Stop()
+	var batch storage.Batch
 	for {
-		var batch storage.Batch
+		batch.Reset()
 		var taken taken
 		timer.Reset(w.untilDue())
 		select {

@@ -53,10 +53,19 @@ func (b *Batch) Requeue(it Item) { b.ops = append(b.ops, op{kind: opRequeue, ite
 
 // Complete removes it from the queue and stores its result, atomically. An
 // item no longer queued (its host was given up on meanwhile) is ignored:
-// its outcome is recorded already. The result is encoded here, in the
-// caller's goroutine, so the single writer only copies bytes.
-func (b *Batch) Complete(it Item, r *Result) {
-	b.ops = append(b.ops, op{kind: opComplete, item: it, value: encodeResult(it.Hash, r)})
+// its outcome is recorded already.
+func (b *Batch) Complete(it Item, r *Result) { b.CompleteRecord(it, EncodeResult(it, r)) }
+
+// CompleteRecord is Complete with the result encoded beforehand, so that a
+// worker goroutine, not the single writer, pays for the encoding.
+func (b *Batch) CompleteRecord(it Item, rec ResultRecord) {
+	b.ops = append(b.ops, op{kind: opComplete, item: it, value: rec})
+}
+
+// Reset empties the batch, keeping its memory for the next one.
+func (b *Batch) Reset() {
+	clear(b.ops)
+	b.ops = b.ops[:0]
 }
 
 // Defer moves it from the queue to the deferred bucket, due at due.
@@ -150,13 +159,20 @@ type batchWriter struct {
 }
 
 func newBatchWriter(tx *bolt.Tx, out *Committed, seen *seenSet) *batchWriter {
-	return &batchWriter{
+	w := &batchWriter{
 		tx: tx, out: out, seenSet: seen,
 		seen: tx.Bucket(bucketSeen), queue: tx.Bucket(bucketQueue), deferred: tx.Bucket(bucketDeferred),
 		results: tx.Bucket(bucketResults), hosts: tx.Bucket(bucketHosts), meta: tx.Bucket(bucketMeta),
 		hostDelta: make(map[string]*HostCounts),
 	}
+	// These buckets only grow at their end (each host's end, for the
+	// queue): full pages on a split, instead of bbolt's default half-full
+	// ones, halve the pages they take.
+	w.seen.FillPercent, w.results.FillPercent, w.queue.FillPercent = appendFill, appendFill, appendFill
+	return w
 }
+
+const appendFill = 0.95
 
 func (w *batchWriter) delta(host string) *HostCounts {
 	d := w.hostDelta[host]
@@ -339,7 +355,7 @@ func (w *batchWriter) failHost(host string, template *Result, inFlight []uint64)
 		failed[it.Seq] = true
 		r := *template
 		r.URL, r.FinalURL, r.Host, r.Depth, r.Attempts = it.URL, it.URL, it.Host, it.Depth, it.Attempts
-		if err := w.complete(it, encodeResult(it.Hash, &r)); err != nil {
+		if err := w.complete(it, EncodeResult(it, &r)); err != nil {
 			return err
 		}
 	}

@@ -67,7 +67,12 @@ const (
 	resultHeader = 1 + len(Hash{})
 )
 
-func encodeResult(h Hash, r *Result) []byte {
+// ResultRecord is a Result encoded for the results bucket.
+type ResultRecord []byte
+
+// EncodeResult encodes the result of it for Batch.CompleteRecord.
+func EncodeResult(it Item, r *Result) ResultRecord {
+	h := it.Hash
 	flag := byte(resultPage)
 	if r.Failed() {
 		flag = resultFailed
