@@ -24,7 +24,9 @@ type Options struct {
 	HostConcurrency int
 	// Buffer is how many queued URLs per host are kept in memory. Default 16.
 	Buffer int
-	// MaxBatch caps the operations in one commit. Default 4096.
+	// MaxBatch caps the operations in one commit. Default 32768: a commit
+	// dirties about one queue page per host it touches, so bigger batches
+	// spread that cost over more URLs.
 	MaxBatch int
 	// PromoteBatch caps the deferred URLs moved back per commit. Default 2048.
 	PromoteBatch int
