@@ -19,12 +19,18 @@ type hostQueue struct {
 	leased    []uint64 // Seq of each lease in flight
 	reserved  bool     // a lease is between Next and Started/Release
 	held      bool
-	failing   bool // a FailHost is pending: offer nothing
+	failing   bool // a FailHost is submitted, not yet committed: offer nothing
 	readyAt   time.Time
 	index     int // in the ready heap; -1 when absent
 }
 
 func (h *hostQueue) queued() int { return len(h.buf) + max(h.backlog, 0) }
+
+// forgettable reports whether the scheduler may drop h: nothing queued,
+// leased, loading, held or pending, and its politeness wait over.
+func (h *hostQueue) forgettable(now time.Time) bool {
+	return h.queued() == 0 && h.inflight == 0 && !h.loading && !h.held && !h.failing && !h.readyAt.After(now)
+}
 
 func (f *Frontier) host(name string) *hostQueue {
 	h := f.hosts[name]
@@ -50,7 +56,7 @@ func (f *Frontier) updateLocked(h *hostQueue) {
 	case h.index >= 0:
 		heap.Remove(&f.ready, h.index)
 	}
-	if h.queued() == 0 && h.inflight == 0 && !h.loading && !h.held && !h.readyAt.After(f.opts.Now()) {
+	if h.forgettable(f.opts.Now()) {
 		delete(f.hosts, h.name)
 	}
 }
@@ -138,7 +144,7 @@ func (f *Frontier) addedLocked(items []storage.Item) {
 // still waits for it.
 func (f *Frontier) pruneLocked(now time.Time) {
 	for name, h := range f.hosts {
-		if h.queued() == 0 && h.inflight == 0 && !h.loading && !h.held && !h.readyAt.After(now) {
+		if h.forgettable(now) {
 			delete(f.hosts, name)
 		}
 	}

@@ -137,12 +137,14 @@ func (f *Frontier) Unhold(host string) {
 // the host are not affected: their own outcome is recorded when they end.
 func (f *Frontier) FailHost(host string, template storage.Result) error {
 	f.mu.Lock()
-	var inFlight []uint64
-	if h := f.hosts[host]; h != nil {
-		h.failing = true
-		inFlight = slices.Clone(h.leased)
-		f.updateLocked(h)
+	h := f.host(host) // kept until the commit lands, so URLs added meanwhile wait too
+	if h.failing { // the pending one fails whatever is queued when it lands
+		f.mu.Unlock()
+		return nil
 	}
+	h.failing = true
+	inFlight := slices.Clone(h.leased)
+	f.updateLocked(h)
 	f.mu.Unlock()
 	return f.writer.submit(1, func(b *storage.Batch) { b.FailHost(host, template, inFlight) })
 }

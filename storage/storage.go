@@ -92,24 +92,8 @@ func Open(path string, opts *Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	db := &DB{bolt: bdb, path: path, readOnly: opts.ReadOnly}
+	db := &DB{bolt: bdb, path: path, readOnly: opts.ReadOnly, seen: &seenSet{}}
 	if err := db.checkSchema(opts.ReadOnly); err != nil {
-		bdb.Close()
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
-	db.seen = &seenSet{}
-	if opts.ReadOnly { // nothing will be added: the set is not needed
-		return db, nil
-	}
-	err = bdb.View(func(tx *bolt.Tx) error {
-		counts, err := readCounts(tx.Bucket(bucketMeta))
-		if err != nil {
-			return err
-		}
-		db.seen, err = loadSeen(tx, counts.Seen)
-		return err
-	})
-	if err != nil {
 		bdb.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
@@ -151,9 +135,19 @@ func (db *DB) checkSchema(readOnly bool) error {
 		}
 		meta := tx.Bucket(bucketMeta)
 		if meta.Get(keySchema) == nil {
-			return meta.Put(keySchema, binary.BigEndian.AppendUint32(nil, SchemaVersion))
+			if err := meta.Put(keySchema, binary.BigEndian.AppendUint32(nil, SchemaVersion)); err != nil {
+				return err
+			}
 		}
-		return nil
+		// Loaded in this transaction so that a damaged log rolls it back and
+		// leaves the refused file as it was. A read-only DB adds nothing
+		// and skips the set.
+		counts, err := readCounts(meta)
+		if err != nil {
+			return err
+		}
+		db.seen, err = loadSeen(tx, counts.Seen)
+		return err
 	})
 }
 
