@@ -138,7 +138,7 @@ func (f *Frontier) Unhold(host string) {
 func (f *Frontier) FailHost(host string, template storage.Result) error {
 	f.mu.Lock()
 	h := f.host(host) // kept until the commit lands, so URLs added meanwhile wait too
-	if h.failing { // the pending one fails whatever is queued when it lands
+	if h.failing {    // the pending one fails whatever is queued when it lands
 		f.mu.Unlock()
 		return nil
 	}
