@@ -28,6 +28,9 @@ type Options struct {
 	// dirties about one queue page per host it touches, so bigger batches
 	// spread that cost over more URLs.
 	MaxBatch int
+	// CommitEvery is the shortest time between two commits while operations
+	// keep arriving. Default 100ms; negative commits as soon as possible.
+	CommitEvery time.Duration
 	// PromoteBatch caps the deferred URLs moved back per commit. Default 2048.
 	PromoteBatch int
 	// Now is the clock. Default time.Now.
@@ -45,6 +48,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 32768
+	}
+	if o.CommitEvery == 0 {
+		o.CommitEvery = 100 * time.Millisecond
 	}
 	if o.PromoteBatch <= 0 {
 		o.PromoteBatch = 2048

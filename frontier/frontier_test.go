@@ -719,3 +719,56 @@ func crawlWorker(ctx context.Context, f *Frontier, log *leaseLog, hosts, perHost
 		}
 	}
 }
+
+// Under a steady stream of operations the writer commits at most every
+// CommitEvery; an idle writer, a full batch and Close commit at once.
+func TestCommitsLinger(t *testing.T) {
+	const every = 100 * time.Millisecond
+	t.Run("idle writer commits at once, then lingers", func(t *testing.T) {
+		bubble(t, Options{CommitEvery: every}, func(t *testing.T, h *harness) {
+			h.add(pageURL("a.test", 0))
+			synctest.Wait()
+			if c := h.counts(); c.Queued != 1 {
+				t.Fatalf("first add: %d queued, want 1 committed at once", c.Queued)
+			}
+			h.add(pageURL("a.test", 1))
+			synctest.Wait()
+			if c := h.counts(); c.Queued != 1 {
+				t.Fatalf("second add right after a commit: %d queued, want it to wait", c.Queued)
+			}
+			time.Sleep(every - time.Millisecond)
+			synctest.Wait()
+			if c := h.counts(); c.Queued != 1 {
+				t.Fatalf("%v after the commit: %d queued, want still 1", every-time.Millisecond, c.Queued)
+			}
+			time.Sleep(time.Millisecond)
+			synctest.Wait()
+			if c := h.counts(); c.Queued != 2 {
+				t.Fatalf("%v after the commit: %d queued, want 2", every, c.Queued)
+			}
+		})
+	})
+	t.Run("a full batch commits at once", func(t *testing.T) {
+		bubble(t, Options{CommitEvery: every, MaxBatch: 3}, func(t *testing.T, h *harness) {
+			h.add(pageURL("a.test", 0))
+			synctest.Wait()
+			h.add(pageURL("a.test", 1), pageURL("a.test", 2), pageURL("a.test", 3))
+			synctest.Wait()
+			if c := h.counts(); c.Queued != 4 {
+				t.Fatalf("%d queued, want 4: a batch of MaxBatch must not wait", c.Queued)
+			}
+		})
+	})
+	t.Run("close commits what lingers", func(t *testing.T) {
+		bubble(t, Options{CommitEvery: every}, func(t *testing.T, h *harness) {
+			h.add(pageURL("a.test", 0))
+			synctest.Wait()
+			h.add(pageURL("a.test", 1))
+			synctest.Wait()
+			h.reopen()
+			if c := h.counts(); c.Queued != 2 {
+				t.Fatalf("after close: %d queued, want 2", c.Queued)
+			}
+		})
+	})
+}

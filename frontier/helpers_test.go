@@ -51,6 +51,11 @@ func newHarness(t tb, dir string, opts Options) *harness {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.CommitEvery == 0 {
+		// Tests observe each commit at synctest.Wait; a lingering writer
+		// sleeps instead. TestCommitsLinger covers lingering.
+		opts.CommitEvery = -1
+	}
 	h := &harness{t: t, path: filepath.Join(dir, "crawl.db"), opts: opts}
 	h.open()
 	t.Cleanup(func() {
