@@ -30,15 +30,22 @@ const (
 	opAppend
 )
 
+// op is one operation. The frequent ones (Add, Complete, Defer) fit in the
+// struct itself; the rest carry an opAux, so that a batch of a million
+// pending adds stays small.
 type op struct {
-	kind   opKind
-	item   Item
+	kind  opKind
+	item  Item
+	value []byte
+	due   time.Time
+	aux   *opAux
+}
+
+type opAux struct {
 	result *Result
-	due    time.Time
 	limit  int
 	bucket []byte
 	key    string
-	value  []byte
 	seqs   []uint64
 }
 
@@ -75,7 +82,7 @@ func (b *Batch) Defer(it Item, due time.Time) {
 
 // Promote moves up to limit deferred items due at or before now back to the queue.
 func (b *Batch) Promote(now time.Time, limit int) {
-	b.ops = append(b.ops, op{kind: opPromote, due: now, limit: limit})
+	b.ops = append(b.ops, op{kind: opPromote, due: now, aux: &opAux{limit: limit}})
 }
 
 // FailHost records every queued URL of host as failed with the given
@@ -83,32 +90,32 @@ func (b *Batch) Promote(now time.Time, limit int) {
 // queue, except the URLs whose Seq is in inFlight: their own outcome is
 // coming.
 func (b *Batch) FailHost(host string, template Result, inFlight []uint64) {
-	b.ops = append(b.ops, op{kind: opFailHost, key: host, result: &template, seqs: inFlight})
+	b.ops = append(b.ops, op{kind: opFailHost, aux: &opAux{key: host, result: &template, seqs: inFlight}})
 }
 
 // PutRobots caches a host's serialized robots.txt rules.
 func (b *Batch) PutRobots(host string, data []byte) {
-	b.ops = append(b.ops, op{kind: opPut, bucket: bucketRobots, key: host, value: data})
+	b.ops = append(b.ops, op{kind: opPut, aux: &opAux{bucket: bucketRobots, key: host}, value: data})
 }
 
 // PutBreaker stores a host's serialized breaker state.
 func (b *Batch) PutBreaker(host string, data []byte) {
-	b.ops = append(b.ops, op{kind: opPut, bucket: bucketBreakers, key: host, value: data})
+	b.ops = append(b.ops, op{kind: opPut, aux: &opAux{bucket: bucketBreakers, key: host}, value: data})
 }
 
 // DeleteBreaker drops a host's breaker state (closed and clean again).
 func (b *Batch) DeleteBreaker(host string) {
-	b.ops = append(b.ops, op{kind: opDelete, bucket: bucketBreakers, key: host})
+	b.ops = append(b.ops, op{kind: opDelete, aux: &opAux{bucket: bucketBreakers, key: host}})
 }
 
 // AppendTransition appends a serialized breaker transition to the log.
 func (b *Batch) AppendTransition(data []byte) {
-	b.ops = append(b.ops, op{kind: opAppend, bucket: bucketTransitions, value: data})
+	b.ops = append(b.ops, op{kind: opAppend, aux: &opAux{bucket: bucketTransitions}, value: data})
 }
 
 // AppendCase records a serialized case for a human.
 func (b *Batch) AppendCase(data []byte) {
-	b.ops = append(b.ops, op{kind: opAppend, bucket: bucketCases, value: data})
+	b.ops = append(b.ops, op{kind: opAppend, aux: &opAux{bucket: bucketCases}, value: data})
 }
 
 // Committed reports what a Commit changed in the queue, for the scheduler.
@@ -198,15 +205,15 @@ func (w *batchWriter) apply(o *op) error {
 	case opDefer:
 		return w.deferItem(o.item, o.due)
 	case opPromote:
-		return w.promote(o.due, o.limit)
+		return w.promote(o.due, o.aux.limit)
 	case opFailHost:
-		return w.failHost(o.key, o.result, o.seqs)
+		return w.failHost(o.aux.key, o.aux.result, o.aux.seqs)
 	case opPut:
-		return w.tx.Bucket(o.bucket).Put([]byte(o.key), o.value)
+		return w.tx.Bucket(o.aux.bucket).Put([]byte(o.aux.key), o.value)
 	case opDelete:
-		return w.tx.Bucket(o.bucket).Delete([]byte(o.key))
+		return w.tx.Bucket(o.aux.bucket).Delete([]byte(o.aux.key))
 	case opAppend:
-		bk := w.tx.Bucket(o.bucket)
+		bk := w.tx.Bucket(o.aux.bucket)
 		seq, err := bk.NextSequence()
 		if err != nil {
 			return err
@@ -239,7 +246,7 @@ func (w *batchWriter) enqueue(it Item) error {
 		return err
 	}
 	it.Seq = seq
-	if err := w.queue.Put(queueKey(it.Host, seq), it.marshal()); err != nil {
+	if err := w.queue.Put(queueKey(it.Host, seq), it.marshal(false)); err != nil {
 		return err
 	}
 	w.counts.Queued++
@@ -305,7 +312,7 @@ func (w *batchWriter) deferItem(it Item, due time.Time) error {
 	if ok, err := w.dequeue(it); err != nil || !ok {
 		return err
 	}
-	if err := w.deferred.Put(deferredKey(max(due.UnixNano(), 0), it.Seq), it.marshal()); err != nil {
+	if err := w.deferred.Put(deferredKey(max(due.UnixNano(), 0), it.Seq), it.marshal(true)); err != nil {
 		return err
 	}
 	w.counts.Deferred++
@@ -318,7 +325,7 @@ func (w *batchWriter) promote(now time.Time, limit int) error {
 	end := deferredKey(now.UnixNano(), ^uint64(0))
 	var keys [][]byte
 	for k, v := c.First(); k != nil && bytes.Compare(k, end) <= 0 && len(keys) < limit; k, v = c.Next() {
-		it, err := decodeItem("deferred", k, v)
+		it, err := decodeDeferred(k, v)
 		if err != nil {
 			return err
 		}
@@ -342,7 +349,7 @@ func (w *batchWriter) failHost(host string, template *Result, inFlight []uint64)
 	c := w.queue.Cursor()
 	var items []Item
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		it, err := decodeItem("queue", k, v)
+		it, err := decodeQueued(k, v)
 		if err != nil {
 			return err
 		}

@@ -15,7 +15,7 @@ func (db *DB) LoadQueued(host string, afterSeq uint64, limit int) ([]Item, error
 		prefix := append([]byte(host), 0)
 		c := tx.Bucket(bucketQueue).Cursor()
 		for k, v := c.Seek(queueKey(host, afterSeq+1)); k != nil && bytes.HasPrefix(k, prefix) && len(items) < limit; k, v = c.Next() {
-			it, err := decodeItem("queue", k, v)
+			it, err := decodeQueued(k, v)
 			if err != nil {
 				return err
 			}
@@ -125,9 +125,13 @@ func (db *DB) RequeueFailed() (int, error) {
 // pendingHashes is the set of URL hashes queued or deferred now.
 func pendingHashes(tx *bolt.Tx) (map[Hash]bool, error) {
 	set := make(map[Hash]bool)
-	for _, name := range [][]byte{bucketQueue, bucketDeferred} {
-		err := tx.Bucket(name).ForEach(func(k, v []byte) error {
-			it, err := decodeItem(string(name), k, v)
+	buckets := []struct {
+		name   []byte
+		decode func(k, v []byte) (Item, error)
+	}{{bucketQueue, decodeQueued}, {bucketDeferred, decodeDeferred}}
+	for _, b := range buckets {
+		err := tx.Bucket(b.name).ForEach(func(k, v []byte) error {
+			it, err := b.decode(k, v)
 			if err != nil {
 				return err
 			}

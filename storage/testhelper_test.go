@@ -197,7 +197,7 @@ func readSnapshot(tx *bolt.Tx, s *snapshot) error {
 		return nil
 	})
 	err = tx.Bucket(bucketQueue).ForEach(func(k, v []byte) error {
-		it, err := decodeItem("queue", k, v)
+		it, err := decodeQueued(k, v)
 		if string(queueKey(it.Host, it.Seq)) != string(k) {
 			return fmt.Errorf("queue key %x does not match item %s seq %d", k, it.Host, it.Seq)
 		}
@@ -208,7 +208,7 @@ func readSnapshot(tx *bolt.Tx, s *snapshot) error {
 		return err
 	}
 	err = tx.Bucket(bucketDeferred).ForEach(func(k, v []byte) error {
-		it, err := decodeItem("deferred", k, v)
+		it, err := decodeDeferred(k, v)
 		s.Deferred = append(s.Deferred, deferredEntry{Due: int64(beUint64(k[:8])), Item: it})
 		return err
 	})
