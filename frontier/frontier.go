@@ -24,7 +24,7 @@ type Options struct {
 	HostConcurrency int
 	// Buffer is how many queued URLs per host are kept in memory. Default 16.
 	Buffer int
-	// MaxBatch caps the operations in one commit. Default 32768: a commit
+	// MaxBatch caps the operations in one commit. Default 16384: a commit
 	// dirties about one queue page per host it touches, so bigger batches
 	// spread that cost over more URLs.
 	MaxBatch int
@@ -47,7 +47,7 @@ func (o Options) withDefaults() Options {
 		o.Buffer = 16
 	}
 	if o.MaxBatch <= 0 {
-		o.MaxBatch = 32768
+		o.MaxBatch = 16384
 	}
 	if o.CommitEvery == 0 {
 		o.CommitEvery = 100 * time.Millisecond

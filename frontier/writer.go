@@ -37,7 +37,7 @@ type request struct {
 
 // maxQueued bounds the operations waiting for the writer: a fast producer
 // (a million seeds) waits for commits instead of piling up in memory.
-const maxQueued = 1 << 16
+const maxQueued = 1 << 15
 
 func newWriter(f *Frontier) *writer {
 	w := &writer{
