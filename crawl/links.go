@@ -27,11 +27,12 @@ const (
 // Bodies that are not HTML (by contentType, or sniffed when it is empty)
 // yield nothing and no error. The body is decoded from its declared or
 // sniffed charset first. Links come from <a href> and <area href>, resolved
-// against <base href> when present, else against pageURL; they are absolute
-// http(s) URLs in their original (not canonical) form, without fragments,
-// de-duplicated in document order and capped at 10,000. Malformed HTML is
-// parsed the way a browser would; it is never an error.
-func ExtractLinks(pageURL, contentType string, body []byte) (title string, links []string, err error) {
+// against <base href> when present, else against pageURL; their URLs are
+// absolute http(s) URLs in their original (not canonical) form, without
+// fragments, de-duplicated in document order and capped at 10,000. Each
+// link is parsed once, for its URL, host key and dedupe hash together.
+// Malformed HTML is parsed the way a browser would; it is never an error.
+func ExtractLinks(pageURL, contentType string, body []byte) (title string, links []frontier.Link, err error) {
 	mediaType := htmlMediaType(contentType, body)
 	if mediaType == "" || len(body) == 0 {
 		return "", nil, nil
@@ -118,23 +119,23 @@ func documentBase(doc *goquery.Document, page *frontier.BaseURL) *frontier.BaseU
 
 // collectLinks resolves every <a href> and <area href> against base,
 // dropping what cannot be fetched (other schemes, fragments, junk).
-func collectLinks(doc *goquery.Document, base *frontier.BaseURL) []string {
-	var links []string
+func collectLinks(doc *goquery.Document, base *frontier.BaseURL) []frontier.Link {
+	var links []frontier.Link
 	seen := make(map[string]struct{})
 	doc.Find("a[href], area[href]").EachWithBreak(func(_ int, s *goquery.Selection) bool {
 		href := strings.TrimSpace(s.AttrOr("href", ""))
 		if href == "" || strings.HasPrefix(href, "#") {
 			return true // the page itself
 		}
-		abs, err := base.Resolve(href)
+		link, err := base.ResolveLink(href)
 		if err != nil {
 			return true // javascript:, mailto:, data:, tel:, unparsable
 		}
-		if _, dup := seen[abs]; dup {
+		if _, dup := seen[link.URL]; dup {
 			return true
 		}
-		seen[abs] = struct{}{}
-		links = append(links, abs)
+		seen[link.URL] = struct{}{}
+		links = append(links, link)
 		return len(links) < maxLinksPerPage
 	})
 	return links

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"breakwater/frontier"
 )
 
 const testPage = "http://example.com/dir/page.html"
@@ -66,8 +68,8 @@ func TestExtractLinks(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ExtractLinks: %v", err)
 			}
-			if !slices.Equal(links, tt.want) {
-				t.Errorf("links:\n got %q\nwant %q", links, tt.want)
+			if got := linkURLs(t, links); !slices.Equal(got, tt.want) {
+				t.Errorf("links:\n got %q\nwant %q", got, tt.want)
 			}
 		})
 	}
@@ -116,10 +118,26 @@ func TestExtractLinksCapsPerPage(t *testing.T) {
 	if len(links) != maxLinksPerPage {
 		t.Fatalf("got %d links, want the cap %d", len(links), maxLinksPerPage)
 	}
-	if first, last := links[0], links[len(links)-1]; first != "http://example.com/p0" ||
+	if first, last := links[0].URL, links[len(links)-1].URL; first != "http://example.com/p0" ||
 		last != fmt.Sprintf("http://example.com/p%d", maxLinksPerPage-1) {
 		t.Errorf("kept %q .. %q, want the first %d in document order", first, last, maxLinksPerPage)
 	}
+}
+
+// linkURLs returns the links' URLs, checking that each link's host key and
+// hash are what parsing its URL on its own gives: resolving a link and
+// canonicalizing it from the same parse must not change the dedupe key.
+func linkURLs(t *testing.T, links []frontier.Link) []string {
+	t.Helper()
+	var out []string
+	for _, l := range links {
+		again, err := frontier.ParseLink(l.URL)
+		if err != nil || again != l {
+			t.Fatalf("link %+v parsed on its own gives %+v, %v", l, again, err)
+		}
+		out = append(out, l.URL)
+	}
+	return out
 }
 
 func TestExtractLinksBadPageURL(t *testing.T) {
@@ -144,7 +162,7 @@ func FuzzExtractLinks(f *testing.F) {
 			t.Fatalf("title of %d runes, %d links", utf8.RuneCountInString(title), len(links))
 		}
 		seen := make(map[string]bool)
-		for _, l := range links {
+		for _, l := range linkURLs(t, links) {
 			if !strings.HasPrefix(l, "http://") && !strings.HasPrefix(l, "https://") || strings.Contains(l, "#") || seen[l] {
 				t.Fatalf("bad or duplicate link %q", l)
 			}

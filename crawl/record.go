@@ -98,21 +98,21 @@ func (e *Engine) redirect(it storage.Item, resp *Response, r *storage.Result) []
 		r.Error = fmt.Sprintf("more than %d redirects in a row", maxRedirects)
 		return nil
 	}
-	return e.discover([]string{resp.Location}, it.Depth, it.Redirects+1)
+	link, err := frontier.ParseLink(resp.Location)
+	if err != nil {
+		return nil
+	}
+	return e.discover([]frontier.Link{link}, it.Depth, it.Redirects+1)
 }
 
 // discover turns links into frontier items, keeping those in scope.
-func (e *Engine) discover(links []string, depth, redirects int) []storage.Item {
+func (e *Engine) discover(links []frontier.Link, depth, redirects int) []storage.Item {
 	var out []storage.Item
 	for _, link := range links {
-		it, err := frontier.NewItem(link, depth, redirects)
-		if err != nil {
-			continue
-		}
 		// Links seen before (menus, footers: most of a page's links) are
 		// dropped here, so they never cost the writer anything.
-		if e.scope.allows(link, it.Host, depth) && !e.db.Seen(it.Hash) {
-			out = append(out, it)
+		if e.scope.allows(link.URL, link.Host, depth) && !e.db.Seen(link.Hash) {
+			out = append(out, link.Item(depth, redirects))
 		}
 	}
 	return out

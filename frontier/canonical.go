@@ -19,6 +19,8 @@ import (
 
 	"github.com/nlnwa/whatwg-url/canonicalizer"
 	"github.com/nlnwa/whatwg-url/url"
+
+	"breakwater/storage"
 )
 
 // MaxURLLength is the longest URL, in bytes, that Canonicalize and Resolve
@@ -59,6 +61,13 @@ func canonicalWithHost(raw string) (canonical, host string, err error) {
 	if err != nil {
 		return "", "", fmt.Errorf("canonicalize %q: %w", shorten(raw), err)
 	}
+	return canonicalOf(raw, u)
+}
+
+// canonicalOf finishes canonicalizing u, parsed from raw, in place: a link
+// resolved against its page is canonicalized without being parsed again.
+func canonicalOf(raw string, u *url.Url) (canonical, host string, err error) {
+	u.SetHash("")
 	if u.Query() == "" {
 		u.SetSearch("") // "?" alone means the same resource as no query
 	}
@@ -109,6 +118,24 @@ func (b *BaseURL) Resolve(ref string) (string, error) {
 		return "", fmt.Errorf("resolve %q against %q: %w", shorten(ref), shorten(b.raw), err)
 	}
 	return requestable(ref, u)
+}
+
+// ResolveLink resolves ref like Resolve and also returns its host key and
+// dedupe hash, from the one parse.
+func (b *BaseURL) ResolveLink(ref string) (Link, error) {
+	u, err := b.resolve(ref)
+	if err != nil {
+		return Link{}, fmt.Errorf("resolve %q against %q: %w", shorten(ref), shorten(b.raw), err)
+	}
+	abs, err := requestable(ref, u)
+	if err != nil {
+		return Link{}, err
+	}
+	canonical, host, err := canonicalOf(abs, u)
+	if err != nil {
+		return Link{}, err
+	}
+	return Link{URL: abs, Host: host, Hash: storage.HashOf(canonical)}, nil
 }
 
 // The parser clones the base for every reference, so reusing it is safe.

@@ -2,13 +2,36 @@ package frontier
 
 import "breakwater/storage"
 
+// Link is a URL ready for the frontier, parsed once: the URL as written
+// (what gets fetched), its host key and the hash of its canonical form.
+type Link struct {
+	URL  string
+	Host string
+	Hash storage.Hash
+}
+
+// ParseLink parses an absolute http(s) URL (a seed, a redirect target).
+func ParseLink(rawURL string) (Link, error) {
+	canonical, host, err := canonicalWithHost(rawURL)
+	if err != nil {
+		return Link{}, err
+	}
+	return Link{URL: rawURL, Host: host, Hash: storage.HashOf(canonical)}, nil
+}
+
+// Item is the frontier item of l, found depth link hops from a seed after
+// the given number of redirects.
+func (l Link) Item(depth, redirects int) storage.Item {
+	return storage.Item{Host: l.Host, URL: l.URL, Hash: l.Hash, Depth: depth, Redirects: redirects}
+}
+
 // NewItem prepares a URL for the frontier: its dedupe hash comes from the
 // canonical form, while the URL itself is kept as written, since that is
 // what gets fetched.
 func NewItem(rawURL string, depth, redirects int) (storage.Item, error) {
-	canonical, host, err := canonicalWithHost(rawURL)
+	l, err := ParseLink(rawURL)
 	if err != nil {
 		return storage.Item{}, err
 	}
-	return storage.Item{Host: host, URL: rawURL, Hash: storage.HashOf(canonical), Depth: depth, Redirects: redirects}, nil
+	return l.Item(depth, redirects), nil
 }
