@@ -149,7 +149,7 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) *Response {
 	if loc := resp.Header.Get("Location"); loc != "" {
 		r.Location, _ = frontier.Resolve(rawURL, loc) // invalid stays ""
 	}
-	r.Body, r.Truncated, err = readCapped(resp.Body, f.opts.MaxBody)
+	r.Body, r.Truncated, err = readCapped(resp.Body, f.opts.MaxBody, resp.ContentLength)
 	if err != nil {
 		r.Err = fmt.Errorf("read body of %s: %w", rawURL, err)
 	}
@@ -170,8 +170,14 @@ func (f *Fetcher) now() time.Time {
 
 // readCapped reads at most limit bytes. It asks for one byte more to learn
 // whether the body was longer, without reading the rest.
-func readCapped(r io.Reader, limit int64) (body []byte, truncated bool, err error) {
+// A declared length (sizeHint, -1 if unknown) sizes the buffer up front, so
+// a typical page is read into one allocation; it is only a hint, capped at
+// the limit, since servers lie about it.
+func readCapped(r io.Reader, limit, sizeHint int64) (body []byte, truncated bool, err error) {
 	var buf bytes.Buffer
+	if sizeHint > 0 {
+		buf.Grow(int(min(sizeHint, limit) + bytes.MinRead))
+	}
 	_, err = buf.ReadFrom(io.LimitReader(r, limit+1))
 	body = buf.Bytes()
 	if int64(len(body)) > limit {

@@ -73,11 +73,26 @@ func htmlMediaType(contentType string, body []byte) string {
 // decodedReader converts body to UTF-8 from the charset named by the
 // Content-Type, a BOM or a <meta> tag. An undecodable body is read as is.
 func decodedReader(body []byte, contentType string) io.Reader {
+	if utf8.Valid(body) && declaresUTF8(contentType) {
+		return bytes.NewReader(body) // already what the parser wants
+	}
 	r, err := charset.NewReader(bytes.NewReader(body), contentType)
 	if err != nil {
 		return bytes.NewReader(body)
 	}
 	return r
+}
+
+// declaresUTF8 reports whether the Content-Type names UTF-8 as the charset.
+// The server's charset outranks a <meta> tag; only a BOM outranks it, and a
+// UTF-16 BOM is not valid UTF-8, so such a body still takes the slow path.
+func declaresUTF8(contentType string) bool {
+	_, params, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	cs := strings.ToLower(params["charset"])
+	return cs == "utf-8" || cs == "utf8"
 }
 
 // pageTitle is the first HTML <title> (not an SVG one), whitespace collapsed.

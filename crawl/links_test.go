@@ -193,3 +193,30 @@ func BenchmarkExtractLinks(b *testing.B) {
 		}
 	}
 }
+
+// Declared UTF-8 bodies skip the decoder; the links and title must be the
+// same as through it, and a body that is not valid UTF-8, or that carries a
+// UTF-16 BOM, must still be decoded.
+func TestExtractLinksUTF8FastPath(t *testing.T) {
+	tests := []struct {
+		name, contentType string
+		body              []byte
+		title             string
+	}{
+		{"valid utf-8", "text/html; charset=UTF-8", []byte("<title>caf\u00e9</title><a href=/x>x</a>"), "caf\u00e9"},
+		{"invalid bytes under utf-8", "text/html; charset=utf-8", []byte("<title>caf\xe9</title><a href=/x>x</a>"), "caf\ufffd"},
+		{"utf-16 bom overrides utf-8", "text/html; charset=utf-8",
+			[]byte("\xff\xfe<\x00t\x00i\x00t\x00l\x00e\x00>\x00h\x00i\x00<\x00/\x00t\x00i\x00t\x00l\x00e\x00>\x00<\x00a\x00 \x00h\x00r\x00e\x00f\x00=\x00/\x00x\x00>\x00"), "hi"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			title, links, err := ExtractLinks(testPage, tt.contentType, tt.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := linkURLs(t, links); title != tt.title || !slices.Equal(got, []string{"http://example.com/x"}) {
+				t.Errorf("title %q, links %q; want %q and [http://example.com/x]", title, got, tt.title)
+			}
+		})
+	}
+}
