@@ -35,7 +35,7 @@ func (b *benchFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&b.quick, "quick", false, "small configuration for smoke tests (well under a minute)")
 	fs.StringVar(&b.only, "only", "", "comma-separated sections to run: "+strings.Join(bench.AllSections, ",")+" (default all)")
 	fs.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (every section but memory) to this file")
-	fs.DurationVar(&b.offCap, "breaker-off-cap", 0, "stop the breaker-off dead-host run after this long (default 150s, --quick 10s; e.g. 30m runs it to the end)")
+	fs.DurationVar(&b.offCap, "breaker-off-cap", 0, "stop the breaker-off dead-host run after this long (default 40m, which runs it to the end in about 17m; --quick 10s)")
 	fs.StringVar(&b.tmpDir, "tmpdir", "", "directory for the run's temporary databases (default: the system's)")
 	fs.BoolVar(&b.asJSON, "json", false, "print the report as JSON instead of a table")
 	b.log.addFlags(fs)

@@ -57,7 +57,7 @@ func (r *Report) deadNote(d *DeadResult) []string {
 		notes = append(notes, fmt.Sprintf("The breaker-off run was stopped at %s with %d dead URLs left: "+
 			"its wall time, worker-seconds and the ratios built on them are lower bounds. The projection "+
 			"(an estimate, not a measurement) charges each URL left the mean worker-seconds of the dead URLs "+
-			"the run did record; run with --breaker-off-cap 30m to measure it instead.",
+			"the run did record; the default full run (--breaker-off-cap 40m) measures it instead.",
 			d.Off.Wall.Round(1e9), d.Off.DeadLeft))
 	}
 	return notes
