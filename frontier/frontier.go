@@ -130,9 +130,10 @@ func (f *Frontier) Add(items ...storage.Item) error {
 	for len(items) > 0 {
 		chunk := items[:min(len(items), f.opts.MaxBatch)]
 		items = items[len(chunk):]
+		entries := encodeQueued(chunk)
 		err := f.writer.submit(len(chunk), func(b *storage.Batch) {
-			for _, it := range chunk {
-				b.Add(it)
+			for i, it := range chunk {
+				b.AddEncoded(it, entries[i])
 			}
 		})
 		if err != nil {
@@ -140,6 +141,16 @@ func (f *Frontier) Add(items ...storage.Item) error {
 		}
 	}
 	return nil
+}
+
+// encodeQueued encodes items in the caller's goroutine: the single writer
+// is the frontier's bottleneck, the callers are many.
+func encodeQueued(items []storage.Item) [][]byte {
+	entries := make([][]byte, len(items))
+	for i, it := range items {
+		entries[i] = storage.EncodeQueued(it)
+	}
+	return entries
 }
 
 // Next blocks until a URL of a ready host can be leased, ctx is done, or the

@@ -40,10 +40,11 @@ func (f *Frontier) Started(l *Lease, next time.Time) {
 func (f *Frontier) Complete(l *Lease, r *storage.Result, discovered []storage.Item) error {
 	it := l.Item
 	rec := storage.EncodeResult(it, r)
+	entries := encodeQueued(discovered)
 	err := f.writer.submit(1+len(discovered), func(b *storage.Batch) {
 		b.CompleteRecord(it, rec)
-		for _, d := range discovered {
-			b.Add(d)
+		for i, d := range discovered {
+			b.AddEncoded(d, entries[i])
 		}
 	})
 	f.finish(l)

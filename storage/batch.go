@@ -53,7 +53,17 @@ type opAux struct {
 func (b *Batch) Len() int { return len(b.ops) }
 
 // Add enqueues it unless its hash was seen before.
-func (b *Batch) Add(it Item) { b.ops = append(b.ops, op{kind: opAdd, item: it}) }
+func (b *Batch) Add(it Item) { b.AddEncoded(it, nil) }
+
+// AddEncoded is Add with the queue entry encoded beforehand by EncodeQueued
+// (nil: encode it here), so that the caller's goroutine, not the single
+// writer, pays for the encoding.
+func (b *Batch) AddEncoded(it Item, entry []byte) {
+	b.ops = append(b.ops, op{kind: opAdd, item: it, value: entry})
+}
+
+// EncodeQueued encodes it as a queue entry, for AddEncoded.
+func EncodeQueued(it Item) []byte { return it.marshal(false) }
 
 // Requeue enqueues it again even though it was seen (for retrying failed URLs).
 func (b *Batch) Requeue(it Item) { b.ops = append(b.ops, op{kind: opRequeue, item: it}) }
@@ -136,6 +146,7 @@ func (db *DB) Commit(b *Batch) (*Committed, error) {
 	var fresh []uint64
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		w := newBatchWriter(tx, out, db.seen)
+		w.expectAdds(b.adds())
 		for i := range b.ops {
 			if err := w.apply(&b.ops[i]); err != nil {
 				return err
@@ -176,6 +187,7 @@ func newBatchWriter(tx *bolt.Tx, out *Committed, seen *seenSet) *batchWriter {
 	// queue): full pages on a split, instead of bbolt's default half-full
 	// ones, halve the pages they take.
 	w.seen.FillPercent, w.results.FillPercent, w.queue.FillPercent = appendFill, appendFill, appendFill
+	w.expectAdds(0)
 	return w
 }
 
@@ -197,9 +209,9 @@ func (w *batchWriter) apply(o *op) error {
 			return nil
 		}
 		w.counts.Seen++
-		return w.enqueue(o.item)
+		return w.enqueue(o.item, o.value)
 	case opRequeue:
-		return w.enqueue(o.item)
+		return w.enqueue(o.item, nil)
 	case opComplete:
 		return w.complete(o.item, o.value)
 	case opDefer:
@@ -223,14 +235,29 @@ func (w *batchWriter) apply(o *op) error {
 	return fmt.Errorf("unknown batch op %d", o.kind)
 }
 
+// expectAdds sizes the batch's bookkeeping for n Adds up front: growing
+// it add by add showed up in enqueue profiles.
+func (w *batchWriter) expectAdds(n int) {
+	w.freshIndex = make(map[uint64]struct{}, n)
+	w.fresh = make([]uint64, 0, n)
+	w.out.Added = make([]Item, 0, n)
+}
+
+func (b *Batch) adds() int {
+	n := 0
+	for i := range b.ops {
+		if b.ops[i].kind == opAdd {
+			n++
+		}
+	}
+	return n
+}
+
 // markSeen adds fp to the batch's new fingerprints, reporting false when
 // it was seen before.
 func (w *batchWriter) markSeen(fp uint64) bool {
 	if w.seenSet.has(fp) {
 		return false
-	}
-	if w.freshIndex == nil {
-		w.freshIndex = make(map[uint64]struct{})
 	}
 	if _, dup := w.freshIndex[fp]; dup {
 		return false
@@ -240,13 +267,18 @@ func (w *batchWriter) markSeen(fp uint64) bool {
 	return true
 }
 
-func (w *batchWriter) enqueue(it Item) error {
+// enqueue puts it at the end of its host's queue; entry is its encoding,
+// or nil to encode it here.
+func (w *batchWriter) enqueue(it Item, entry []byte) error {
 	seq, err := w.queue.NextSequence()
 	if err != nil {
 		return err
 	}
 	it.Seq = seq
-	if err := w.queue.Put(queueKey(it.Host, seq), it.marshal(false)); err != nil {
+	if entry == nil {
+		entry = it.marshal(false)
+	}
+	if err := w.queue.Put(queueKey(it.Host, seq), entry); err != nil {
 		return err
 	}
 	w.counts.Queued++
@@ -332,7 +364,7 @@ func (w *batchWriter) promote(now time.Time, limit int) error {
 		keys = append(keys, append([]byte(nil), k...))
 		w.counts.Deferred--
 		w.delta(it.Host).Deferred--
-		if err := w.enqueue(it); err != nil {
+		if err := w.enqueue(it, nil); err != nil {
 			return err
 		}
 	}

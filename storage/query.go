@@ -109,7 +109,7 @@ func (db *DB) RequeueFailed() (int, error) {
 		}
 		w := newBatchWriter(tx, &Committed{}, db.seen)
 		for _, it := range failed {
-			if err := w.enqueue(it); err != nil {
+			if err := w.enqueue(it, nil); err != nil {
 				return err
 			}
 		}
