@@ -115,8 +115,8 @@ func DefaultConfig() Config {
 		DeadTimeout: 2 * time.Second, DeadRetries: 0,
 		// A sweep's settings: open after 8 timeouts, rest longer than the
 		// crawl so no probe is spent, give up after 5s so the crawl can end.
-		Breaker:       breaker.Config{Threshold: 8, Rest: 10 * time.Minute, Probes: 2},
-		GiveUpAfter:   5 * time.Second,
+		Breaker:     breaker.Config{Threshold: 8, Rest: 10 * time.Minute, Probes: 2},
+		GiveUpAfter: 5 * time.Second,
 		// Without a breaker the dead host costs a 2s timeout per URL, one
 		// at a time (each waits for the robots.txt attempt before it): about
 		// 17 minutes, measured to the end. The cap only guards a hang.
