@@ -32,12 +32,15 @@ func ReadStatus(db *storage.DB) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = db.ForEachResult(func(r *storage.Result) error {
-		if r.Failed() {
-			st.FailedByClass[r.ErrorClass]++
-		}
-		st.StatusCodes[r.Status]++
-		return nil
-	})
-	return st, err
+	t, err := db.Tallies()
+	if err != nil {
+		return nil, err
+	}
+	for class, n := range t.Failed {
+		st.FailedByClass[class] = int(n)
+	}
+	for code, n := range t.Status {
+		st.StatusCodes[code] = int(n)
+	}
+	return st, nil
 }

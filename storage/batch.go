@@ -168,6 +168,7 @@ type batchWriter struct {
 	seen, queue, deferred *bolt.Bucket
 	results, hosts, meta  *bolt.Bucket
 	counts                Counts
+	tallies               Tallies // this batch's change
 	hostDelta             map[string]*HostCounts
 	// The seen set as committed, and what this batch adds to it: the set
 	// itself changes only once the transaction is durable.
@@ -315,14 +316,18 @@ func (w *batchWriter) complete(it Item, encoded []byte) error {
 func (w *batchWriter) putResult(it Item, encoded []byte) error {
 	if it.Replaces != 0 {
 		key := u64(it.Replaces)
-		if old := w.results.Get(key); len(old) > 0 {
-			w.countResult(it.Host, old[0] == resultFailed, -1)
+		if old := w.results.Get(key); old != nil {
+			if err := w.countResult(it.Host, old, -1); err != nil {
+				return fmt.Errorf("result %d replaced by %s: %w", it.Replaces, it.URL, err)
+			}
 			if err := w.results.Delete(key); err != nil {
 				return err
 			}
 		}
 	}
-	w.countResult(it.Host, encoded[0] == resultFailed, 1)
+	if err := w.countResult(it.Host, encoded, 1); err != nil {
+		return fmt.Errorf("result of %s: %w", it.URL, err)
+	}
 	seq, err := w.results.NextSequence()
 	if err != nil {
 		return err
@@ -330,14 +335,21 @@ func (w *batchWriter) putResult(it Item, encoded []byte) error {
 	return w.results.Put(u64(seq), encoded)
 }
 
-func (w *batchWriter) countResult(host string, failed bool, sign int64) {
-	if failed {
+// countResult adds sign times the result record to the counters and tallies.
+func (w *batchWriter) countResult(host string, record []byte, sign int64) error {
+	head, err := parseResultHead(record)
+	if err != nil {
+		return err
+	}
+	w.tallies.count(head, sign)
+	if head.failed {
 		w.counts.Failed += sign
 		w.delta(host).Failed += sign
 	} else {
 		w.counts.Fetched += sign
 		w.delta(host).Fetched += sign
 	}
+	return nil
 }
 
 func (w *batchWriter) deferItem(it Item, due time.Time) error {
@@ -443,6 +455,9 @@ func (w *batchWriter) finish() error {
 			return err
 		}
 	}
+	if err := w.saveTallies(); err != nil {
+		return err
+	}
 	if w.counts == (Counts{}) {
 		return nil
 	}
@@ -457,6 +472,29 @@ func (w *batchWriter) finish() error {
 	total.Failed += w.counts.Failed
 	data, _ := json.Marshal(&total)
 	return w.meta.Put(keyCounts, data)
+}
+
+func (w *batchWriter) saveTallies() error {
+	if w.tallies.empty() {
+		return nil
+	}
+	total, err := readTallies(w.meta)
+	if err != nil {
+		return err
+	}
+	total.merge(w.tallies)
+	data, _ := json.Marshal(&total)
+	return w.meta.Put(keyTallies, data)
+}
+
+func readTallies(meta *bolt.Bucket) (Tallies, error) {
+	var t Tallies
+	if v := meta.Get(keyTallies); v != nil {
+		if err := json.Unmarshal(v, &t); err != nil {
+			return t, fmt.Errorf("decode tallies: %w", err)
+		}
+	}
+	return t, nil
 }
 
 func readCounts(meta *bolt.Bucket) (Counts, error) {

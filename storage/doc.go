@@ -4,7 +4,8 @@
 //
 // Buckets:
 //
-//	meta         schema version, crawl settings (seeds, scope), counters
+//	meta         schema version, crawl settings (seeds, scope), counters,
+//	             results tallied by status and by error class
 //	seen         seq -> the 64-bit fingerprints of the URLs one commit queued
 //	             for the first time: the log of the dedupe set, which is held
 //	             in memory and read back at Open

@@ -53,6 +53,18 @@ func (db *DB) Counts() (Counts, error) {
 	return c, err
 }
 
+// Tallies returns the stored results counted by HTTP status and the failed
+// ones by error class.
+func (db *DB) Tallies() (Tallies, error) {
+	var t Tallies
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		var err error
+		t, err = readTallies(tx.Bucket(bucketMeta))
+		return err
+	})
+	return t, err
+}
+
 // NextDue returns the earliest due time in the deferred bucket, zero when empty.
 func (db *DB) NextDue() (due int64, ok bool, err error) {
 	err = db.bolt.View(func(tx *bolt.Tx) error {

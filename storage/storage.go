@@ -43,6 +43,7 @@ var (
 	keySchema   = []byte("schema")
 	keySettings = []byte("settings")
 	keyCounts   = []byte("counts")
+	keyTallies  = []byte("tallies")
 )
 
 // Options tune Open. A nil *Options means the defaults.

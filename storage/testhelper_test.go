@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"testing"
 	"time"
@@ -264,7 +265,12 @@ func checkInvariants(t tb, db *DB) {
 		hosts[d.Item.Host] = hc
 		want.Deferred++
 	}
+	var tallies Tallies
 	for _, r := range s.Results {
+		tallies.addStatus(r.Status, 1)
+		if r.Failed() {
+			tallies.addFailed(r.ErrorClass, 1)
+		}
 		hc := hosts[r.Host]
 		if r.Failed() {
 			hc.Failed++
@@ -283,6 +289,10 @@ func checkInvariants(t tb, db *DB) {
 		if !db.seen.has(fp) && !db.readOnly {
 			t.Fatalf("logged fingerprint %x missing from the seen set in memory", fp)
 		}
+	}
+	if stored, err := db.Tallies(); err != nil || !maps.Equal(stored.Status, tallies.Status) ||
+		!maps.Equal(stored.Failed, tallies.Failed) {
+		t.Fatalf("stored tallies = %+v (%v), results hold %+v", stored, err, tallies)
 	}
 	if s.Counts != want {
 		t.Fatalf("stored Counts = %+v, buckets hold %+v", s.Counts, want)
