@@ -2,6 +2,8 @@ package storage
 
 import (
 	"errors"
+	"maps"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -475,5 +477,41 @@ func TestDeferBeforeEpochIsDue(t *testing.T) {
 	got := commit(t, db, func(b *Batch) { b.Promote(t0, 10) })
 	if len(got.Added) != 2 || !got.NextDue.IsZero() {
 		t.Fatalf("Promote(t0) Added %v, NextDue %v; want both promoted and nothing left", urls(got.Added), got.NextDue)
+	}
+}
+
+// Tallies follow every stored result, replaced ones included, and survive
+// a reopen.
+func TestTallies(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "crawl.db")
+	db := openAt(t, path, nil)
+	q := enqueue(t, db, item("a.com", "/1"), item("a.com", "/2"), item("b.com", "/1"), item("b.com", "/2"))
+	commit(t, db, func(b *Batch) {
+		b.Complete(q[0], ok200(q[0]))
+		b.Complete(q[1], fetched(q[1], 404))
+		b.Complete(q[2], timeout(q[2]))
+		b.Complete(q[3], failed(q[3], "refused"))
+	})
+	want := Tallies{Status: map[int]int64{200: 1, 404: 1, 0: 2}, Failed: map[string]int64{"timeout": 1, "refused": 1}}
+	checkTallies(t, db, want)
+
+	// The timed-out URL is fetched on a second try: its old result goes.
+	n, err := db.RequeueFailed()
+	if err != nil || n != 2 {
+		t.Fatalf("RequeueFailed = %d, %v; want 2", n, err)
+	}
+	again := loadAll(t, db, "b.com")
+	commit(t, db, func(b *Batch) { b.Complete(again[0], ok200(again[0])) })
+	want = Tallies{Status: map[int]int64{200: 2, 404: 1, 0: 1}, Failed: map[string]int64{"refused": 1}}
+	checkTallies(t, db, want)
+	db.Close()
+	checkTallies(t, openAt(t, path, nil), want)
+}
+
+func checkTallies(t *testing.T, db *DB, want Tallies) {
+	t.Helper()
+	got, err := db.Tallies()
+	if err != nil || !maps.Equal(got.Status, want.Status) || !maps.Equal(got.Failed, want.Failed) {
+		t.Fatalf("Tallies = %+v, %v; want %+v", got, err, want)
 	}
 }
