@@ -313,3 +313,46 @@ func inOrder(got []string, want ...string) bool {
 	}
 	return len(want) == 0
 }
+
+// A host's first robots.txt attempt is made alone (its other URLs wait for
+// the rules), but once it has failed each URL makes its own attempt, up to
+// --host-concurrency at once: a dead host's URLs must not fail one timeout
+// at a time, which would also keep its breaker from opening for
+// threshold x timeout.
+func TestDeadHostRobotsAttemptsRunInParallelAfterAFailure(t *testing.T) {
+	t.Parallel()
+	site, dead := deadSite(t)
+	db := openDB(t, "")
+	opts := deadHostOptions(t, site)
+	opts.BreakerEnabled = false
+	opts.HostConcurrency = 3
+	opts.Retries = 0
+	opts.MaxDuration = 2500 * time.Millisecond
+	runCrawl(t, testContext(t, 20*time.Second), db, opts)
+
+	reqs := dead.Requests()
+	if len(reqs) < 4 {
+		t.Fatalf("dead host got %d connections, want several", len(reqs))
+	}
+	// A dead host's connection lasts until the client's timeout: starts
+	// closer than that overlap.
+	if gap := reqs[1].Time.Sub(reqs[0].Time); gap < opts.Timeout-50*time.Millisecond {
+		t.Errorf("second connection %v after the first: the first robots.txt attempt must be made alone", gap)
+	}
+	window := opts.Timeout / 2
+	most := 0
+	for i := range reqs {
+		n := 0
+		for j := i; j < len(reqs) && reqs[j].Time.Sub(reqs[i].Time) < window; j++ {
+			n++
+		}
+		most = max(most, n)
+	}
+	t.Logf("%d connections; at most %d started within %v", len(reqs), most, window)
+	if most < 2 {
+		t.Errorf("connections never overlapped after the first failure: attempts are serialized")
+	}
+	if most > opts.HostConcurrency {
+		t.Errorf("%d connections started within %v, more than --host-concurrency %d", most, window, opts.HostConcurrency)
+	}
+}

@@ -15,7 +15,8 @@ type hostState struct {
 	pace           *Pace
 	rules          *robots.Rules
 	robotsChecked  bool // the file's cached copy was looked at
-	robotsFetching bool
+	robotsFetching int  // robots.txt attempts in flight
+	robotsFailed   bool // the last attempt got no rules (unreachable, 5xx, timeout)
 	notBefore      time.Time // Retry-After: no request to the host before this
 	throttles      int       // 429 responses seen
 	lastUsed       time.Time
@@ -64,7 +65,7 @@ func (t *hostTable) prune(now time.Time, idle time.Duration) {
 		if !h.mu.TryLock() {
 			continue
 		}
-		forget := now.Sub(h.lastUsed) > idle && !h.notBefore.After(now) && !h.robotsFetching &&
+		forget := now.Sub(h.lastUsed) > idle && !h.notBefore.After(now) && h.robotsFetching == 0 &&
 			h.pace.Wait(now) == 0 && h.pace.Interval() <= h.floor
 		h.mu.Unlock()
 		if forget {

@@ -188,10 +188,15 @@ func (e *Engine) robotsFor(host string, hs *hostState, now time.Time) (*robots.R
 	if hs.rules != nil && !hs.rules.Expired(now, robots.DefaultTTL) {
 		return hs.rules, false
 	}
-	if hs.robotsFetching {
+	// One attempt at a time while the host may be healthy: its other URLs
+	// wait for the rules. Once an attempt has failed, each URL makes its own
+	// attempt (still at most --host-concurrency at once, paced and admitted
+	// like any request): otherwise a dead host's URLs would fail one timeout
+	// at a time, and its breaker would take threshold x timeout to open.
+	if hs.robotsFetching > 0 && !hs.robotsFailed {
 		return nil, false
 	}
-	hs.robotsFetching = true
+	hs.robotsFetching++
 	return nil, true
 }
 
@@ -222,6 +227,9 @@ func (e *Engine) fetchRobots(l *frontier.Lease, hs *hostState, t breaker.Ticket)
 		e.front.Release(l)
 		return
 	}
+	hs.mu.Lock()
+	hs.robotsFailed = err != nil
+	hs.mu.Unlock()
 	verdict := Verdict{Class: breaker.OK, Status: 200}
 	if last != nil {
 		verdict = Classify(last, e.token)
@@ -254,7 +262,7 @@ func (e *Engine) fetchRobots(l *frontier.Lease, hs *hostState, t breaker.Ticket)
 
 func (e *Engine) robotsDone(hs *hostState) {
 	hs.mu.Lock()
-	hs.robotsFetching = false
+	hs.robotsFetching--
 	hs.mu.Unlock()
 }
 
