@@ -22,12 +22,16 @@ type DeadRun struct {
 	// DeadMaxPerRest is the most dead-host connections within any span of
 	// one breaker rest (the whole run when it is shorter than a rest).
 	DeadMaxPerRest int `json:"dead_max_per_rest"`
-	// DeadWorkerSeconds sums the stored duration_ms of the dead host's
-	// results. With no retries every attempt, robots.txt attempts included,
-	// ends in a stored result, so this is the time workers spent on it.
-	DeadWorkerSeconds float64          `json:"dead_worker_seconds"`
-	DeadResults       map[string]int64 `json:"dead_results"` // dead-host results by error class
-	DeadLeft          int64            `json:"dead_left"`    // dead-host URLs still queued or deferred at the end
+	// DeadWorkerSeconds is measured by the dead host: how long the
+	// crawler kept its connections open, summed over connections. It
+	// counts every attempt, also those that ended without a stored result
+	// (requests cut short when the circuit opened).
+	DeadWorkerSeconds float64 `json:"dead_worker_seconds"`
+	// DeadRecordedSeconds sums the duration_ms of the dead host's stored
+	// results, the crawler's own account of the same time.
+	DeadRecordedSeconds float64          `json:"dead_recorded_seconds"`
+	DeadResults         map[string]int64 `json:"dead_results"` // dead-host results by error class
+	DeadLeft            int64            `json:"dead_left"`    // dead-host URLs still queued or deferred at the end
 }
 
 // DeadResult is the dead-host section: the same crawl without the dead
@@ -145,7 +149,19 @@ func (r *runner) deadRun(ctx context.Context, name string, deadURLs int, breaker
 	out.Fetched, out.Failed = run.sum.Counts.Fetched, run.sum.Counts.Failed
 	out.Traffic = trafficSince(site, nil)
 	out.DeadMaxPerRest = maxInWindow(deadTimes(site, nil), cfg.Breaker.Rest)
+	if err := site.Close(); err != nil { // and so every held connection is counted
+		return nil, err
+	}
+	out.DeadWorkerSeconds = deadHeldTime(site).Seconds()
 	return out, nil
+}
+
+func deadHeldTime(site *demosite.Site) time.Duration {
+	var held time.Duration
+	for _, h := range site.Hosts() {
+		held += h.HeldTime()
+	}
+	return held
 }
 
 // deadHostKey is the frontier's host key of the site's dead host, "" if none.
@@ -168,7 +184,7 @@ func inspectDead(db *storage.DB, host string, out *DeadRun) error {
 		if res.Host != host {
 			return nil
 		}
-		out.DeadWorkerSeconds += float64(res.DurationMS) / 1000
+		out.DeadRecordedSeconds += float64(res.DurationMS) / 1000
 		out.DeadResults[res.ErrorClass]++
 		return nil
 	})

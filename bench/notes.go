@@ -50,9 +50,11 @@ func (r *Report) deadNote(d *DeadResult) []string {
 		"give-up-after must be short for a sweep. The baseline is a separate site of the same live hosts "+
 		"with no dead links on its pages.", d.Site, d.DeadURLs, d.DeadLinksPerPage, d.Timeout, d.Retries,
 		d.Threshold, d.Probes, d.Rest, d.GiveUpAfter)}
-	notes = append(notes, "Worker-seconds are the sum of duration_ms of the dead host's stored results: with "+
-		"no retries every attempt, robots.txt attempts included, ends in a stored result. Requests are "+
-		"connections accepted by the dead host (it never answers, so each request is one connection).")
+	notes = append(notes, "Worker-seconds are measured by the dead host: how long the crawler kept each of "+
+		"its connections open, summed. That counts every attempt, those cut short when the circuit opens "+
+		"included; in brackets, the sum of duration_ms of the dead host's stored results, the crawler's own "+
+		"account. Requests are connections accepted by the dead host (it never answers, so each request is "+
+		"one connection).")
 	if d.Off != nil && d.Off.Capped {
 		notes = append(notes, fmt.Sprintf("The breaker-off run was stopped at %s with %d dead URLs left: "+
 			"its wall time, worker-seconds and the ratios built on them are lower bounds. The projection "+

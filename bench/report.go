@@ -139,7 +139,8 @@ func (d *DeadResult) runRows(run *DeadRun) []Row {
 	rows = append(rows,
 		Row{"dead", label + ": dead-host requests (max in one rest)",
 			fmt.Sprintf("%d (%d)", run.Traffic.DeadConnections, run.DeadMaxPerRest), connTarget, connVerdict},
-		Row{"dead", label + ": worker-seconds on dead host", lower + fmt.Sprintf("%.1f s", run.DeadWorkerSeconds), "", ""},
+		Row{"dead", label + ": worker-seconds on dead host (as stored in results)",
+			lower + fmt.Sprintf("%.1f s (%.1f s)", run.DeadWorkerSeconds, run.DeadRecordedSeconds), "", ""},
 		Row{"dead", label + ": dead URLs recorded / left", deadOutcome(run), "", ""},
 	)
 	if dup := run.Traffic.Duplicates(); dup != 0 {

@@ -47,6 +47,11 @@ func (e *Engine) onTransition(t breaker.Transition) {
 	if t.To == breaker.Closed {
 		e.givenUp.Delete(t.Host)
 	}
+	if t.To == breaker.Open {
+		if hs := e.hosts.lookup(t.Host); hs != nil {
+			hs.abort()
+		}
+	}
 	if e.front == nil {
 		return
 	}
@@ -121,4 +126,7 @@ func (e *Engine) giveUp(host string, now time.Time) {
 	if err != nil {
 		e.log.Error("give up on host", "host", host, "err", err)
 	}
+	// URLs of the host found from now on are offered at once, to be failed
+	// by admit, instead of waiting parked for the rest of the circuit's rest.
+	e.front.Unpark(host, now)
 }

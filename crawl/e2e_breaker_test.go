@@ -15,6 +15,7 @@ import (
 
 	"breakwater/crawl"
 	"breakwater/demosite"
+	"breakwater/frontier"
 	"breakwater/storage"
 )
 
@@ -355,4 +356,54 @@ func TestDeadHostRobotsAttemptsRunInParallelAfterAFailure(t *testing.T) {
 	if most > opts.HostConcurrency {
 		t.Errorf("%d connections started within %v, more than --host-concurrency %d", most, window, opts.HostConcurrency)
 	}
+}
+
+// Opening a host's circuit cuts its requests in flight short: they are not
+// attempts (their URLs stay queued, here to be given up on), so exactly
+// threshold attempts end as failures and no worker keeps waiting on a host
+// known to be down.
+func TestOpeningCircuitAbortsRequestsInFlight(t *testing.T) {
+	t.Parallel()
+	site, dead := deadSite(t)
+	db := openDB(t, "")
+	opts := deadHostOptions(t, site)
+	opts.Timeout = time.Second
+	opts.HostConcurrency = 3
+	opts.Delay = 300 * time.Millisecond // staggers the attempts: some are in flight when it opens
+	opts.Retries = 0
+	opts.Breaker.Threshold = 3
+	opts.Breaker.Rest = time.Minute
+	opts.GiveUpAfter = time.Second
+	sum := runCrawl(t, testContext(t, 30*time.Second), db, opts)
+	if !sum.Exhausted {
+		t.Fatalf("Exhausted = false: %+v", sum)
+	}
+	classes := map[string]int{}
+	deadKey := deadHostKeyOf(t, dead)
+	for _, r := range results(t, db) {
+		if r.Host == deadKey {
+			classes[r.ErrorClass]++
+		}
+	}
+	conns := dead.RequestCount()
+	t.Logf("dead host: %d connections, results %v, held %v", conns, classes, dead.HeldTime())
+	if classes["transient"] != opts.Breaker.Threshold {
+		t.Errorf("%d attempts recorded as failed, want exactly the threshold %d: requests in flight when the circuit opened must be cut short, not recorded",
+			classes["transient"], opts.Breaker.Threshold)
+	}
+	if conns <= opts.Breaker.Threshold {
+		t.Errorf("%d connections: none was in flight when the circuit opened, so the test proves nothing", conns)
+	}
+	if held, most := dead.HeldTime(), time.Duration(conns)*opts.Timeout-200*time.Millisecond; held > most {
+		t.Errorf("connections held %v in all, want under %v: the ones in flight should end when the circuit opens", held, most)
+	}
+}
+
+func deadHostKeyOf(t *testing.T, h *demosite.Host) string {
+	t.Helper()
+	key, err := frontier.HostKey(h.BaseURL() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
 }

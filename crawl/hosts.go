@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -17,10 +18,15 @@ type hostState struct {
 	robotsChecked  bool // the file's cached copy was looked at
 	robotsFetching int  // robots.txt attempts in flight
 	robotsFailed   bool // the last attempt got no rules (unreachable, 5xx, timeout)
-	notBefore      time.Time // Retry-After: no request to the host before this
-	throttles      int       // 429 responses seen
-	lastUsed       time.Time
-	floor          time.Duration // politeness gap: max of --delay and Crawl-delay
+	// requests is the context of the host's requests in flight; opening its
+	// circuit cancels it (abort), so no worker keeps waiting on a host
+	// already known to be down.
+	requests      context.Context
+	abortRequests context.CancelFunc
+	notBefore     time.Time // Retry-After: no request to the host before this
+	throttles     int       // 429 responses seen
+	lastUsed      time.Time
+	floor         time.Duration // politeness gap: max of --delay and Crawl-delay
 }
 
 // wait is how long until the host may start a request.
@@ -56,6 +62,33 @@ func (t *hostTable) get(host string, now time.Time) *hostState {
 	return h
 }
 
+// requestCtx is the context for a request to the host, derived from parent.
+func (h *hostState) requestCtx(parent context.Context) context.Context {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.requests == nil {
+		h.requests, h.abortRequests = context.WithCancel(parent)
+	}
+	return h.requests
+}
+
+// abort cancels the host's requests in flight; later ones get a new context.
+func (h *hostState) abort() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.abortRequests != nil {
+		h.abortRequests()
+		h.requests, h.abortRequests = nil, nil
+	}
+}
+
+// lookup returns the host's state, or nil when it has none.
+func (t *hostTable) lookup(host string) *hostState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.m[host]
+}
+
 // prune forgets hosts idle for longer than idle whose waits have passed and
 // whose pace is back at its floor: forgetting them loses nothing.
 func (t *hostTable) prune(now time.Time, idle time.Duration) {
@@ -67,6 +100,9 @@ func (t *hostTable) prune(now time.Time, idle time.Duration) {
 		}
 		forget := now.Sub(h.lastUsed) > idle && !h.notBefore.After(now) && h.robotsFetching == 0 &&
 			h.pace.Wait(now) == 0 && h.pace.Interval() <= h.floor
+		if forget && h.abortRequests != nil {
+			h.abortRequests() // nothing is in flight; this only releases the context
+		}
 		h.mu.Unlock()
 		if forget {
 			delete(t.m, name)

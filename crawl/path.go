@@ -54,7 +54,16 @@ func (e *Engine) process(l *frontier.Lease) {
 		return
 	}
 	requested = true
-	resp := e.fetcher.Fetch(e.fetchCtx, l.Item.URL)
+	ctx := hs.requestCtx(e.fetchCtx)
+	resp := e.fetcher.Fetch(ctx, l.Item.URL)
+	if resp.Err != nil && ctx.Err() != nil {
+		// Cut short by our own stop, or because the host's circuit opened
+		// meanwhile: not the host's answer, and not an attempt.
+		requested = false
+		e.notAttempted(ticket, e.opts.Now())
+		e.front.Release(l)
+		return
+	}
 	verdict := Classify(resp, e.token)
 	e.record(l, hs, ticket, resp, verdict)
 }
@@ -220,9 +229,10 @@ func (e *Engine) fetchRobots(l *frontier.Lease, hs *hostState, t breaker.Ticket)
 	if len(l.Item.URL) >= 8 && l.Item.URL[:8] == "https://" {
 		scheme = "https"
 	}
-	rules, err := robots.Fetch(e.fetchCtx, get, scheme, l.Item.Host, e.opts.Now())
+	ctx := hs.requestCtx(e.fetchCtx)
+	rules, err := robots.Fetch(ctx, get, scheme, l.Item.Host, e.opts.Now())
 	now := e.opts.Now()
-	if e.fetchCtx.Err() != nil {
+	if ctx.Err() != nil { // our stop, or the circuit opened: see process
 		e.notAttempted(t, now)
 		e.front.Release(l)
 		return

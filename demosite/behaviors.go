@@ -161,6 +161,7 @@ type blackhole struct {
 	mu     sync.Mutex
 	closed bool
 	conns  map[net.Conn]struct{}
+	held   time.Duration // summed over connections the client has closed
 }
 
 func newBlackhole(ln net.Listener, onConn func()) *blackhole {
@@ -207,11 +208,21 @@ func (b *blackhole) track(c net.Conn) bool {
 
 func (b *blackhole) hold(c net.Conn) {
 	defer b.wg.Done()
+	start := time.Now()
 	_, _ = io.Copy(io.Discard, c)
 	b.mu.Lock()
 	delete(b.conns, c)
+	b.held += time.Since(start)
 	b.mu.Unlock()
 	_ = c.Close()
+}
+
+// heldTime is how long clients kept connections open, summed over the
+// connections they have closed.
+func (b *blackhole) heldTime() time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.held
 }
 
 func (b *blackhole) close() error {

@@ -263,6 +263,16 @@ func (h *Host) Requests() []Request {
 	return append([]Request(nil), h.log...)
 }
 
+// HeldTime is, for a Dead host, the time clients kept its connections open,
+// summed over the connections they have closed: the worker time a crawler
+// spent waiting on it, whatever it recorded. Zero for other hosts.
+func (h *Host) HeldTime() time.Duration {
+	if h.hole == nil {
+		return 0
+	}
+	return h.hole.heldTime()
+}
+
 // RequestCount returns the number of requests (dead host: connections) logged.
 func (h *Host) RequestCount() int {
 	h.logMu.Lock()

@@ -688,3 +688,30 @@ func BenchmarkFetchLoopback(b *testing.B) {
 		}
 	})
 }
+
+// HeldTime sums how long clients kept a dead host's connections open, so a
+// bench can count worker time a crawler did not record.
+func TestDeadHostHeldTime(t *testing.T) {
+	s := startSite(t, []HostSpec{{Name: "dead", Pages: 1, Behavior: Dead}}, SiteOptions{Seed: 1})
+	h := s.Host("dead")
+	addr := strings.TrimPrefix(h.BaseURL(), "http://")
+	const hold = 100 * time.Millisecond
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(hold)
+		c.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for h.HeldTime() < 2*hold && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := h.HeldTime(); got < 2*hold || got > 2*hold+4*time.Second {
+		t.Fatalf("HeldTime = %v after two connections held %v each", got, hold)
+	}
+	if got := s.Host("dead").RequestCount(); got != 2 {
+		t.Fatalf("RequestCount = %d, want 2", got)
+	}
+}
