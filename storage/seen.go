@@ -77,12 +77,21 @@ func (s *seenSet) reserveLocked(n int) {
 		return
 	}
 	old := s.slots
-	s.slots, s.n = make([]uint64, size), 0
+	s.slots, s.n = allocSlots(size), 0
 	for _, fp := range old {
 		if fp != 0 {
 			s.insertLocked(fp)
 		}
 	}
+	freeSlots(old)
+}
+
+// release frees the table; the set is empty afterwards.
+func (s *seenSet) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	freeSlots(s.slots)
+	s.slots, s.n = nil, 0
 }
 
 func (s *seenSet) insertLocked(fp uint64) {
@@ -124,6 +133,7 @@ func loadSeen(tx *bolt.Tx, expect int64) (*seenSet, error) {
 		return nil
 	})
 	if err != nil {
+		s.release()
 		return nil, fmt.Errorf("load seen set: %w", err)
 	}
 	return s, nil

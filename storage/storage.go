@@ -95,6 +95,7 @@ func Open(path string, opts *Options) (*DB, error) {
 	}
 	db := &DB{bolt: bdb, path: path, readOnly: opts.ReadOnly, seen: &seenSet{}}
 	if err := db.checkSchema(opts.ReadOnly); err != nil {
+		db.seen.release()
 		bdb.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
@@ -167,6 +168,7 @@ func (db *DB) Path() string { return db.path }
 
 // Close releases the file and its lock.
 func (db *DB) Close() error {
+	db.seen.release()
 	if err := db.bolt.Close(); err != nil {
 		return fmt.Errorf("close database %s: %w", db.path, err)
 	}
