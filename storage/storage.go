@@ -148,8 +148,12 @@ func (db *DB) checkSchema(readOnly bool) error {
 		if err != nil {
 			return err
 		}
-		db.seen, err = loadSeen(tx, counts.Seen)
-		return err
+		set, err := loadSeen(tx, counts.Seen)
+		if err != nil {
+			return err
+		}
+		db.seen = set
+		return nil
 	})
 }
 
