@@ -23,6 +23,7 @@ type hostState struct {
 	// already known to be down.
 	requests      context.Context
 	abortRequests context.CancelFunc
+	inFlight      int       // requests started with beginRequest, not yet done
 	notBefore     time.Time // Retry-After: no request to the host before this
 	throttles     int       // 429 responses seen
 	lastUsed      time.Time
@@ -62,14 +63,20 @@ func (t *hostTable) get(host string, now time.Time) *hostState {
 	return h
 }
 
-// requestCtx is the context for a request to the host, derived from parent.
-func (h *hostState) requestCtx(parent context.Context) context.Context {
+// beginRequest returns the context for a request to the host, derived from
+// parent; the request counts as in flight until done is called.
+func (h *hostState) beginRequest(parent context.Context) (ctx context.Context, done func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.requests == nil {
 		h.requests, h.abortRequests = context.WithCancel(parent)
 	}
-	return h.requests
+	h.inFlight++
+	return h.requests, func() {
+		h.mu.Lock()
+		h.inFlight--
+		h.mu.Unlock()
+	}
 }
 
 // abort cancels the host's requests in flight; later ones get a new context.
@@ -99,9 +106,9 @@ func (t *hostTable) prune(now time.Time, idle time.Duration) {
 			continue
 		}
 		forget := now.Sub(h.lastUsed) > idle && !h.notBefore.After(now) && h.robotsFetching == 0 &&
-			h.pace.Wait(now) == 0 && h.pace.Interval() <= h.floor
+			h.inFlight == 0 && h.pace.Wait(now) == 0 && h.pace.Interval() <= h.floor
 		if forget && h.abortRequests != nil {
-			h.abortRequests() // nothing is in flight; this only releases the context
+			h.abortRequests() // nothing is in flight: this only releases the context
 		}
 		h.mu.Unlock()
 		if forget {

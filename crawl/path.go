@@ -54,8 +54,9 @@ func (e *Engine) process(l *frontier.Lease) {
 		return
 	}
 	requested = true
-	ctx := hs.requestCtx(e.fetchCtx)
+	ctx, done := hs.beginRequest(e.fetchCtx)
 	resp := e.fetcher.Fetch(ctx, l.Item.URL)
+	done()
 	if resp.Err != nil && ctx.Err() != nil {
 		// Cut short by our own stop, or because the host's circuit opened
 		// meanwhile: not the host's answer, and not an attempt.
@@ -229,8 +230,9 @@ func (e *Engine) fetchRobots(l *frontier.Lease, hs *hostState, t breaker.Ticket)
 	if len(l.Item.URL) >= 8 && l.Item.URL[:8] == "https://" {
 		scheme = "https"
 	}
-	ctx := hs.requestCtx(e.fetchCtx)
+	ctx, done := hs.beginRequest(e.fetchCtx)
 	rules, err := robots.Fetch(ctx, get, scheme, l.Item.Host, e.opts.Now())
+	done()
 	now := e.opts.Now()
 	if ctx.Err() != nil { // our stop, or the circuit opened: see process
 		e.notAttempted(t, now)
