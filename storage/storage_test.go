@@ -93,6 +93,9 @@ func TestOpenRejects(t *testing.T) {
 		{"newer schema", func(t *testing.T, p string) {
 			writeBolt(t, p, map[string]map[string][]byte{"meta": {"schema": schemaBytes(99)}})
 		}, true, []string{"99", "understands 2"}},
+		{"older schema (version 1: hash-keyed seen and results)", func(t *testing.T, p string) {
+			writeBolt(t, p, map[string]map[string][]byte{"meta": {"schema": schemaBytes(1)}, "seen": {"0123456789abcdef": {1}}})
+		}, true, []string{"version 1", "understands 2"}},
 		{"foreign bbolt file", func(t *testing.T, p string) {
 			writeBolt(t, p, map[string]map[string][]byte{"other": {"k": []byte("v")}})
 		}, true, []string{"metadata"}},
