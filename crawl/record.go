@@ -19,12 +19,6 @@ const maxRedirects = 10
 // result, a retry, or a return to the queue.
 func (e *Engine) record(l *frontier.Lease, hs *hostState, t breaker.Ticket, resp *Response, v Verdict) {
 	now := e.opts.Now()
-	if resp.Err != nil && e.fetchCtx.Err() != nil {
-		// Cancelled by our own stop, not by the host: fetch it next run.
-		e.notAttempted(t, now)
-		e.front.Release(l)
-		return
-	}
 	e.reportOutcome(t, l, v, now)
 	switch v.Class {
 	case breaker.OK:

@@ -145,8 +145,7 @@ func (db *DB) Commit(b *Batch) (*Committed, error) {
 	defer db.commitMu.Unlock()
 	var fresh []uint64
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
-		w := newBatchWriter(tx, out, db.seen)
-		w.expectAdds(b.adds())
+		w := newBatchWriter(tx, out, db.seen, b.adds())
 		for i := range b.ops {
 			if err := w.apply(&b.ops[i]); err != nil {
 				return err
@@ -177,7 +176,8 @@ type batchWriter struct {
 	freshIndex map[uint64]struct{}
 }
 
-func newBatchWriter(tx *bolt.Tx, out *Committed, seen *seenSet) *batchWriter {
+// newBatchWriter prepares to apply a batch with the given number of Adds.
+func newBatchWriter(tx *bolt.Tx, out *Committed, seen *seenSet, adds int) *batchWriter {
 	w := &batchWriter{
 		tx: tx, out: out, seenSet: seen,
 		seen: tx.Bucket(bucketSeen), queue: tx.Bucket(bucketQueue), deferred: tx.Bucket(bucketDeferred),
@@ -188,7 +188,7 @@ func newBatchWriter(tx *bolt.Tx, out *Committed, seen *seenSet) *batchWriter {
 	// queue): full pages on a split, instead of bbolt's default half-full
 	// ones, halve the pages they take.
 	w.seen.FillPercent, w.results.FillPercent, w.queue.FillPercent = appendFill, appendFill, appendFill
-	w.expectAdds(0)
+	w.expectAdds(adds)
 	return w
 }
 
@@ -478,8 +478,8 @@ func (w *batchWriter) saveTallies() error {
 	if w.tallies.empty() {
 		return nil
 	}
-	total, err := readTallies(w.meta)
-	if err != nil {
+	var total Tallies
+	if err := readMeta(w.meta, keyTallies, &total); err != nil {
 		return err
 	}
 	total.merge(w.tallies)
@@ -487,22 +487,19 @@ func (w *batchWriter) saveTallies() error {
 	return w.meta.Put(keyTallies, data)
 }
 
-func readTallies(meta *bolt.Bucket) (Tallies, error) {
-	var t Tallies
-	if v := meta.Get(keyTallies); v != nil {
-		if err := json.Unmarshal(v, &t); err != nil {
-			return t, fmt.Errorf("decode tallies: %w", err)
-		}
-	}
-	return t, nil
-}
-
 func readCounts(meta *bolt.Bucket) (Counts, error) {
 	var c Counts
-	if v := meta.Get(keyCounts); v != nil {
-		if err := json.Unmarshal(v, &c); err != nil {
-			return c, fmt.Errorf("decode counts: %w", err)
+	err := readMeta(meta, keyCounts, &c)
+	return c, err
+}
+
+// readMeta decodes the JSON record under key in the meta bucket into v; a
+// missing record leaves v as it is (zero).
+func readMeta(meta *bolt.Bucket, key []byte, v any) error {
+	if data := meta.Get(key); data != nil {
+		if err := json.Unmarshal(data, v); err != nil {
+			return fmt.Errorf("decode %s: %w", key, err)
 		}
 	}
-	return c, nil
+	return nil
 }

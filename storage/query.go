@@ -45,11 +45,7 @@ func (db *DB) ForEachHost(fn func(host string, c HostCounts) error) error {
 // Counts returns the crawl-wide counters.
 func (db *DB) Counts() (Counts, error) {
 	var c Counts
-	err := db.bolt.View(func(tx *bolt.Tx) error {
-		var err error
-		c, err = readCounts(tx.Bucket(bucketMeta))
-		return err
-	})
+	err := db.viewMeta(keyCounts, &c)
 	return c, err
 }
 
@@ -57,12 +53,12 @@ func (db *DB) Counts() (Counts, error) {
 // ones by error class.
 func (db *DB) Tallies() (Tallies, error) {
 	var t Tallies
-	err := db.bolt.View(func(tx *bolt.Tx) error {
-		var err error
-		t, err = readTallies(tx.Bucket(bucketMeta))
-		return err
-	})
+	err := db.viewMeta(keyTallies, &t)
 	return t, err
+}
+
+func (db *DB) viewMeta(key []byte, v any) error {
+	return db.bolt.View(func(tx *bolt.Tx) error { return readMeta(tx.Bucket(bucketMeta), key, v) })
 }
 
 // NextDue returns the earliest due time in the deferred bucket, zero when empty.
@@ -119,7 +115,7 @@ func (db *DB) RequeueFailed() (int, error) {
 		if err != nil {
 			return err
 		}
-		w := newBatchWriter(tx, &Committed{}, db.seen)
+		w := newBatchWriter(tx, &Committed{}, db.seen, 0)
 		for _, it := range failed {
 			if err := w.enqueue(it, nil); err != nil {
 				return err
