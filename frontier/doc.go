@@ -13,10 +13,19 @@
 // pages mapped into the process.
 //
 // Memory: per active host, a small buffer of its next URLs (Options.Buffer)
-// and a count of the rest, which stay in the file; at most 32k operations
-// waiting for the writer (producers wait beyond that); and storage's seen
-// set, 8 to 16 bytes per URL ever seen. A million queued URLs over a hundred
-// hosts costs a hundred buffers, not a million entries.
+// and a count of the rest, which stay in the file; per dormant host, only
+// the count; at most 32k operations waiting for the writer (producers wait
+// beyond that); and storage's seen set, 8 to 16 bytes per URL ever seen.
+//
+// Dormant hosts: a host's URLs are read from the file only once a worker
+// finds no loaded host ready (all busy, or waiting out their delays); the
+// host that has waited longest is loaded, a few at a time. So the hosts
+// loaded, and the file pages read for them, grow with what keeps the workers
+// busy, not with the hosts queued: a million URLs over a thousand hosts,
+// crawled without delays by 64 workers, loads a few dozen hosts at a time.
+// Every page bbolt reads maps a window of the file into the process, so
+// reading the head of every host's queue would alone map most of a large
+// file.
 //
 // Leases: a URL handed out by Next stays in the file's queue until Complete
 // or Defer commits, in the same transaction as its result or its new due

@@ -88,7 +88,15 @@ type Frontier struct {
 	feeding int           // feeds (seed streams) still adding URLs
 	// loadQueue holds hosts waiting for the writer to refill their buffers.
 	loadQueue []*hostQueue
-	closed    bool
+	// dormant holds hosts with URLs in the file that no worker has needed
+	// yet, oldest first; activating counts those whose first load is pending.
+	dormant    []*hostQueue
+	activating int
+	// announcedSeq is the highest Seq addedLocked has taken. Every queue
+	// entry at or below it was known to some hostQueue, so a host created
+	// later loads only above it (see host).
+	announcedSeq uint64
+	closed       bool
 }
 
 // Open loads the scheduler's view of the queue from db and starts the writer.
@@ -191,6 +199,7 @@ func (f *Frontier) tryNext() (*Lease, time.Duration, <-chan struct{}, error) {
 	if f.idleLocked() {
 		return nil, 0, nil, ErrExhausted
 	}
+	f.activateLocked()
 	wait := maxWait
 	if h := f.ready.peek(); h != nil {
 		wait = min(wait, h.readyAt.Sub(now))

@@ -772,3 +772,41 @@ func TestCommitsLinger(t *testing.T) {
 		})
 	})
 }
+
+// A host forgotten once its last lease ended, and created again when a new
+// URL of it lands, must not load the entry of that lease: its completion
+// may still be queued behind the new URL's commit. Loaded, it would be
+// fetched twice. The gates line up: commit the new URL, activate the host,
+// load it, and only then commit the completion.
+func TestRecreatedHostSkipsEntriesOfFormerLeases(t *testing.T) {
+	bubble(t, Options{MaxBatch: 1}, func(t *testing.T, h *harness) {
+		h.add(pageURL("a.test", 0))
+		synctest.Wait()
+		first := mustLease(t, h.f)
+		openA := gate(t, h.f)
+		h.add(pageURL("a.test", 1))
+		openB := make(chan struct{})
+		err := h.f.Submit(func(b *storage.Batch) {
+			<-openB
+			b.PutRobots("other.test", []byte("User-agent: *\n")) // fills the one-op batch
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		complete(t, h.f, first) // a.test has nothing left: forgotten
+		openA()
+		synctest.Wait() // p1 committed; the writer waits at B
+		if l, err := poll(h.f); l != nil || !errors.Is(err, context.Canceled) {
+			t.Fatalf("Next = %v, %v before the load could run, want it to wait", l, err)
+		}
+		close(openB)
+		synctest.Wait() // the load ran before the completion's commit
+		second := mustLease(t, h.f)
+		if second.Item.URL != pageURL("a.test", 1) {
+			t.Fatalf("leased %s, want %s: %s was leased already", second.Item.URL, pageURL("a.test", 1), first.Item.URL)
+		}
+		complete(t, h.f, second)
+		synctest.Wait()
+		wantExhausted(t, h.f)
+	})
+}

@@ -187,12 +187,48 @@ func okResult(it storage.Item) *storage.Result {
 	return &storage.Result{URL: it.URL, FinalURL: it.URL, Host: it.Host, Status: 200, Depth: it.Depth}
 }
 
-// poll is a Next that never waits: it returns a lease, ErrExhausted, or
-// context.Canceled when Next would block.
+// poll is a Next that waits for nothing but the frontier's own loads (a host
+// activated because nothing else was ready): it returns a lease,
+// ErrExhausted, or context.Canceled when Next would wait for time to pass
+// or for another call.
 func poll(f *Frontier) (*Lease, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	return f.Next(ctx)
+	for {
+		f.mu.Lock()
+		dormant := len(f.dormant)
+		f.mu.Unlock()
+		l, err := f.Next(ctx)
+		if !errors.Is(err, context.Canceled) {
+			return l, err
+		}
+		f.mu.Lock()
+		// A host activated by this call may have been loaded already.
+		progress := len(f.dormant) < dormant || f.loading > 0
+		f.mu.Unlock()
+		if !progress || !waitLoads(f) {
+			return l, err
+		}
+	}
+}
+
+// waitLoads waits until the writer has served every pending load; it
+// reports whether they were all served. A writer stopped by a gate leaves
+// them pending: after a minute (of fake time, in a bubble) it gives up.
+func waitLoads(f *Frontier) bool {
+	for {
+		f.mu.Lock()
+		pending, wake := f.loading > 0, f.wake
+		f.mu.Unlock()
+		if !pending {
+			return true
+		}
+		select {
+		case <-wake: // each load, like each commit, wakes waiting Next calls
+		case <-time.After(time.Minute):
+			return false
+		}
+	}
 }
 
 func mustLease(t tb, f *Frontier) *Lease {

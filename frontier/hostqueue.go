@@ -9,19 +9,27 @@ import (
 
 // hostQueue is the scheduler's view of one host: a few URLs in memory, a
 // count of the rest in the file, and when the host may next be offered.
+//
+// A host is dormant until a worker finds no other host ready (see
+// activateLocked): only then are its URLs read from the file. So what the
+// scheduler holds in memory, and what it reads of the file, grows with the
+// hosts the workers need to stay busy, not with every host in the queue.
 type hostQueue struct {
-	name      string
-	buf       []storage.Item // next URLs in FIFO order
-	backlog   int            // committed URLs in the file not in buf
-	loadedSeq uint64         // highest Seq ever put in buf
-	loading   bool
-	inflight  int
-	leased    []uint64 // Seq of each lease in flight
-	reserved  bool     // a lease is between Next and Started/Release
-	held      bool
-	failing   bool // a FailHost is submitted, not yet committed: offer nothing
-	readyAt   time.Time
-	index     int // in the ready heap; -1 when absent
+	name       string
+	buf        []storage.Item // next URLs in FIFO order
+	backlog    int            // committed URLs in the file not in buf
+	loadedSeq  uint64         // highest Seq ever put in buf
+	active     bool           // its URLs are loaded into buf as it drains
+	inDormant  bool           // waiting in Frontier.dormant
+	activating bool           // its first load since activation is pending
+	loading    bool
+	inflight   int
+	leased     []uint64 // Seq of each lease in flight
+	reserved   bool     // a lease is between Next and Started/Release
+	held       bool
+	failing    bool // a FailHost is submitted, not yet committed: offer nothing
+	readyAt    time.Time
+	index      int // in the ready heap; -1 when absent
 }
 
 func (h *hostQueue) queued() int { return len(h.buf) + max(h.backlog, 0) }
@@ -32,10 +40,13 @@ func (h *hostQueue) forgettable(now time.Time) bool {
 	return h.queued() == 0 && h.inflight == 0 && !h.loading && !h.held && !h.failing && !h.readyAt.After(now)
 }
 
+// host returns the scheduler's entry for name, creating it if needed. A
+// host forgotten and created again must not load the entries its former
+// self leased: their completions may still be on their way to the file.
 func (f *Frontier) host(name string) *hostQueue {
 	h := f.hosts[name]
 	if h == nil {
-		h = &hostQueue{name: name, index: -1}
+		h = &hostQueue{name: name, index: -1, loadedSeq: f.announcedSeq}
 		f.hosts[name] = h
 	}
 	return h
@@ -66,6 +77,10 @@ func (f *Frontier) updateLocked(h *hostQueue) {
 // commits, so every URL a load can see has already been announced to the
 // scheduler by addedLocked: the backlog count is exact and never races.
 func (f *Frontier) refillLocked(h *hostQueue) {
+	if !h.active {
+		f.dormantLocked(h)
+		return
+	}
 	if h.loading || h.backlog <= 0 || len(h.buf) > f.opts.Buffer/2 {
 		return
 	}
@@ -95,6 +110,10 @@ func (f *Frontier) loadHosts() {
 		f.mu.Lock()
 		h.loading = false
 		f.loading--
+		if h.activating {
+			h.activating = false
+			f.activating--
+		}
 		if err != nil {
 			f.opts.Logger.Error("load queue", "host", h.name, "err", err)
 			f.writer.fail(err)
@@ -127,15 +146,54 @@ func (f *Frontier) appendLoadedLocked(h *hostQueue, items []storage.Item) {
 func (f *Frontier) addedLocked(items []storage.Item) {
 	for _, it := range items {
 		h := f.host(it.Host)
-		if h.backlog <= 0 && !h.loading && len(h.buf) < f.opts.Buffer {
+		if h.active && h.backlog <= 0 && !h.loading && len(h.buf) < f.opts.Buffer {
 			h.backlog = 0
 			h.buf = append(h.buf, it)
 			h.loadedSeq = it.Seq
 		} else {
 			h.backlog++
 		}
+		f.announcedSeq = max(f.announcedSeq, it.Seq)
 		f.refillLocked(h)
 		f.updateLocked(h)
+	}
+}
+
+// dormantLocked puts a host with URLs only in the file in line for
+// activation.
+func (f *Frontier) dormantLocked(h *hostQueue) {
+	if h.active || h.inDormant || h.held || h.backlog <= 0 {
+		return
+	}
+	h.inDormant = true
+	f.dormant = append(f.dormant, h)
+}
+
+// maxActivating bounds the hosts whose first load is pending: each worker
+// that finds nothing ready activates one more host, and a burst of them
+// should not load every dormant host at once.
+const maxActivating = 4
+
+// activateLocked starts loading the URLs of the host that has waited
+// longest for activation, if one waits and few loads of newly activated
+// hosts are pending. Called when a worker finds no host ready, it grows
+// the set of active hosts just enough to keep the workers busy.
+func (f *Frontier) activateLocked() {
+	for len(f.dormant) > 0 && f.activating < maxActivating {
+		h := f.dormant[0]
+		f.dormant[0] = nil
+		f.dormant = f.dormant[1:]
+		h.inDormant = false
+		if f.hosts[h.name] != h || h.active || h.held || h.backlog <= 0 {
+			continue // forgotten, failed or held since it was put in line
+		}
+		h.active = true
+		f.refillLocked(h)
+		if h.loading {
+			h.activating = true
+			f.activating++
+		}
+		return
 	}
 }
 

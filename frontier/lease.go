@@ -128,6 +128,7 @@ func (f *Frontier) Unhold(host string) {
 	if h := f.hosts[host]; h != nil && h.held {
 		h.held = false
 		h.readyAt = f.opts.Now()
+		f.dormantLocked(h)
 		f.updateLocked(h)
 		f.broadcastLocked()
 	}
