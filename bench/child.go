@@ -29,9 +29,11 @@ type ChildReport struct {
 	Queued    int64 `json:"queued"`
 	Exhausted bool  `json:"exhausted"`
 	SeedsNS   int64 `json:"seeds_ns"` // checking the seeds file
-	WallNS    int64 `json:"wall_ns"`  // the whole crawl, seeds included
-	VmHWMKB   int64 `json:"vmhwm_kb"` // the child's own peak RSS at the end
-	AnonKB    int64 `json:"anon_kb"`  // its anonymous RSS at the end
+	// AllSeededNS is when every seed was queued (--pages-after-seeds only).
+	AllSeededNS int64 `json:"all_seeded_ns,omitempty"`
+	WallNS      int64 `json:"wall_ns"`  // the whole crawl, seeds included
+	VmHWMKB     int64 `json:"vmhwm_kb"` // the child's own peak RSS at the end
+	AnonKB      int64 `json:"anon_kb"`  // its anonymous RSS at the end
 }
 
 // Child is the entry point of the memory section's child process: a crawl
@@ -49,6 +51,7 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&o.Workers, "workers", 64, "workers")
 	fs.IntVar(&o.HostConcurrency, "host-concurrency", 4, "in-flight requests per host")
 	fs.IntVar(&o.MaxPages, "max-pages", 0, "stop after this many pages")
+	pagesAfterSeeds := fs.Int("pages-after-seeds", 0, "stop after this many pages fetched once every seed is queued (instead of --max-pages)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("bench child: %w", err)
 	}
@@ -57,8 +60,10 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 	if *fill != "" {
 		return fillFrontier(o, *fill, start, stdout)
 	}
+	nSeeds := 0
 	if *seeds != "" {
-		if err := checkSeedsFile(*seeds); err != nil {
+		var err error
+		if nSeeds, err = checkSeedsFile(*seeds); err != nil {
 			return err
 		}
 		o.SeedsFile = *seeds
@@ -69,7 +74,20 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer db.Close()
+	endWatch := func() {}
+	if *pagesAfterSeeds > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithCancel(ctx)
+		defer stop()
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			stopAfterSeeds(ctx, stop, db, nSeeds, *pagesAfterSeeds, start, &rep)
+		}()
+		endWatch = func() { stop(); <-watched }
+	}
 	sum, err := crawlDB(ctx, o, db)
+	endWatch() // before rep is read
 	if err != nil {
 		return err
 	}
@@ -139,14 +157,47 @@ func addLines(f *frontier.Frontier, path string) error {
 }
 
 // checkSeedsFile reads the seeds file once before the crawl, as `crawl
-// --seeds` does; the engine then streams it from Options.SeedsFile.
-func checkSeedsFile(path string) error {
+// --seeds` does; the engine then streams it from Options.SeedsFile. It
+// returns the number of seeds.
+func checkSeedsFile(path string) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("bench child: %w", err)
+		return 0, fmt.Errorf("bench child: %w", err)
 	}
 	defer f.Close()
-	return crawl.ForEachSeed(bufio.NewReader(f), path, func(string) error { return nil })
+	n := 0
+	err = crawl.ForEachSeed(bufio.NewReader(f), path, func(string) error { n++; return nil })
+	return n, err
+}
+
+// stopAfterSeeds stops the crawl once it has fetched pages more pages after
+// every seed was queued, so that the frontier holds them all for a while.
+// The seeds are the site's URLs, so all of them are seen once nSeeds are.
+// It records in rep when that happened.
+func stopAfterSeeds(ctx context.Context, stop context.CancelFunc, db *storage.DB, nSeeds, pages int, start time.Time, rep *ChildReport) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	base := int64(-1)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		c, err := db.Counts()
+		if err != nil {
+			continue
+		}
+		done := c.Fetched + c.Failed
+		if base < 0 && c.Seen >= int64(nSeeds) {
+			base = done
+			rep.AllSeededNS = int64(time.Since(start))
+		}
+		if base >= 0 && done >= base+int64(pages) {
+			stop()
+			return
+		}
+	}
 }
 
 // procStatus holds the memory lines of /proc/PID/status, in KiB. RSS is

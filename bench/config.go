@@ -91,7 +91,7 @@ type Config struct {
 	// Memory.
 	QueuedSite  Size // its URL set seeds the frontier: 1000 x 1000
 	QueuedPages int  // pages the million-URL crawl fetches before it stops: 20,000
-	// SeedsCap stops the `crawl --seeds` run of the million URLs: 60s.
+	// SeedsCap stops the `crawl --seeds` run of the million URLs: 2m.
 	SeedsCap   time.Duration
 	GrowthSite Size // crawled to the end with RSS samples at 25/50/100%: 1000 x 100
 	// ChildCap is how long a child may run before it is taken for stuck and
@@ -122,7 +122,7 @@ func DefaultConfig() Config {
 		// 17 minutes, measured to the end. The cap only guards a hang.
 		BreakerOffCap: 40 * time.Minute,
 		FrontierURLs:  1_000_000, FrontierHosts: 1000,
-		QueuedSite: Size{1000, 1000}, QueuedPages: 20_000, SeedsCap: time.Minute,
+		QueuedSite: Size{1000, 1000}, QueuedPages: 20_000, SeedsCap: 2 * time.Minute,
 		GrowthSite: Size{1000, 100}, ChildCap: 5 * time.Minute,
 	}
 }

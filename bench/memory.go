@@ -50,7 +50,8 @@ type MemoryResult struct {
 	QueuedPages int           `json:"queued_pages"` // pages the million-URL crawl fetches before it stops
 	SeedsCap    time.Duration `json:"seeds_cap_ns"`
 	// Seeded is `crawl --seeds FILE` with every URL of QueuedSite: the
-	// user's path to a million queued URLs. It is stopped at SeedsCap.
+	// user's path to a million queued URLs. It stops QueuedPages pages after
+	// the last seed is queued, or at SeedsCap.
 	Seeded *MemoryRun `json:"seeded"`
 	// Filled adds the same URLs through frontier.Add, a hundred a call, as
 	// a crawl adds discovered links; Queued then crawls that file from the
@@ -128,13 +129,14 @@ func (r *runner) queuedRuns(ctx context.Context, res *MemoryResult) error {
 	if err := errors.Join(writeLines(urls, site.URLs()), writeLines(roots, site.Roots())); err != nil {
 		return err
 	}
-	crawlArgs := func(db string) []string {
+	crawlArgs := func(db, stop string) []string {
 		return []string{"--db", filepath.Join(r.dir, db), "--workers", strconv.Itoa(cfg.Workers),
-			"--host-concurrency", strconv.Itoa(cfg.HostConcurrency), "--max-pages", strconv.Itoa(cfg.QueuedPages)}
+			"--host-concurrency", strconv.Itoa(cfg.HostConcurrency), stop, strconv.Itoa(cfg.QueuedPages)}
 	}
 	n := cfg.QueuedSite.URLs()
-	cfg.logf("memory: crawl --seeds with %d URLs (%s), stop after %d pages or %s", n, cfg.QueuedSite, cfg.QueuedPages, cfg.SeedsCap)
-	seeded := childRun{name: "seeded", args: append(crawlArgs("seeded.db"), "--seeds", urls), limit: cfg.SeedsCap, capped: true}
+	cfg.logf("memory: crawl --seeds with %d URLs (%s), stop after %d pages once all are queued, or at %s", n, cfg.QueuedSite, cfg.QueuedPages, cfg.SeedsCap)
+	seeded := childRun{name: "seeded", args: append(crawlArgs("seeded.db", "--pages-after-seeds"), "--seeds", urls),
+		limit: cfg.SeedsCap, capped: true}
 	if res.Seeded, err = r.runChild(ctx, seeded); err != nil {
 		return err
 	}
@@ -144,7 +146,7 @@ func (r *runner) queuedRuns(ctx context.Context, res *MemoryResult) error {
 		return err
 	}
 	cfg.logf("memory: crawl of the filled file from its roots, stop after %d pages", cfg.QueuedPages)
-	res.Queued, err = r.runChild(ctx, childRun{name: "queued", args: append(crawlArgs("filled.db"), "--seeds", roots)})
+	res.Queued, err = r.runChild(ctx, childRun{name: "queued", args: append(crawlArgs("filled.db", "--max-pages"), "--seeds", roots)})
 	return err
 }
 

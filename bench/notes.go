@@ -34,7 +34,7 @@ func (r *Report) Notes() []string {
 			"20 ms and the child's own VmHWM as it exits. A million URLs are queued two ways: as a seeds file "+
 			"(stopped after %s if still running), and through frontier.Add a hundred at a time in one child, "+
 			"then a crawl of that file from the site's roots in another. Each million-URL crawl stops after "+
-			"%d pages. Growth samples VmRSS when the site has served 25, 50 and 100%% of the pages. RSS counts "+
+			"%d pages; the seeds run counts them from the moment every seed is queued. Growth samples VmRSS when the site has served 25, 50 and 100%% of the pages. RSS counts "+
 			"the pages of the bbolt file mapped in as well as the heap; \"anon\" is the heap and stacks "+
 			"alone (RssAnon), the part the kernel cannot reclaim. MB is 10^6 bytes.",
 			m.SeedsCap, m.QueuedPages))

@@ -191,7 +191,8 @@ func (r *Report) memoryRows() []Row {
 	target := "<= " + mb(TargetPeakBytes)
 	n := m.QueuedSite.URLs()
 	if run := m.Seeded; run != nil {
-		fig := fmt.Sprintf("peak RSS, crawl --seeds of %d URLs (%d queued at stop, %s)", n, run.Child.Queued, secs(run.Wall))
+		fig := fmt.Sprintf("peak RSS, crawl --seeds of %d URLs (all queued at %s, %d queued at stop, %s)",
+			n, secs(time.Duration(run.Child.AllSeededNS)), run.Child.Queued, secs(run.Wall))
 		val, v := peakValue(run), verdict(kib(run.PeakKB) <= TargetPeakBytes)
 		if run.Capped {
 			fig = fmt.Sprintf("peak RSS, crawl --seeds of %d URLs (not done seeding at the %s cap)", n, secs(m.SeedsCap))
