@@ -169,6 +169,7 @@ type batchWriter struct {
 	counts                Counts
 	tallies               Tallies // this batch's change
 	hostDelta             map[string]*HostCounts
+	hostQueues            map[string]*bolt.Bucket // opened in this transaction
 	// The seen set as committed, and what this batch adds to it: the set
 	// itself changes only once the transaction is durable.
 	seenSet    *seenSet
@@ -187,9 +188,35 @@ func newBatchWriter(tx *bolt.Tx, out *Committed, seen *seenSet, adds int) *batch
 	// These buckets only grow at their end (each host's end, for the
 	// queue): full pages on a split, instead of bbolt's default half-full
 	// ones, halve the pages they take.
-	w.seen.FillPercent, w.results.FillPercent, w.queue.FillPercent = appendFill, appendFill, appendFill
+	w.seen.FillPercent, w.results.FillPercent = appendFill, appendFill
 	w.expectAdds(adds)
 	return w
+}
+
+// hostQueue returns host's bucket in the queue, creating it if create is
+// set; nil if it does not exist. Each host's URLs live in a bucket of their
+// own so that queueing a URL of a new host appends pages instead of
+// splitting a page of whichever host sorts next to it: that page would have
+// to be read, and every page read maps a window of the file into memory.
+func (w *batchWriter) hostQueue(host string, create bool) (*bolt.Bucket, error) {
+	if b := w.hostQueues[host]; b != nil {
+		return b, nil
+	}
+	var b *bolt.Bucket
+	if create {
+		var err error
+		if b, err = w.queue.CreateBucketIfNotExists([]byte(host)); err != nil {
+			return nil, fmt.Errorf("queue of %s: %w", host, err)
+		}
+	} else if b = w.queue.Bucket([]byte(host)); b == nil {
+		return nil, nil
+	}
+	b.FillPercent = appendFill
+	if w.hostQueues == nil {
+		w.hostQueues = make(map[string]*bolt.Bucket)
+	}
+	w.hostQueues[host] = b
+	return b, nil
 }
 
 const appendFill = 0.95
@@ -279,7 +306,11 @@ func (w *batchWriter) enqueue(it Item, entry []byte) error {
 	if entry == nil {
 		entry = it.marshal(false)
 	}
-	if err := w.queue.Put(queueKey(it.Host, seq), entry); err != nil {
+	hq, err := w.hostQueue(it.Host, true)
+	if err != nil {
+		return err
+	}
+	if err := hq.Put(seqKey(seq), entry); err != nil {
 		return err
 	}
 	w.counts.Queued++
@@ -290,8 +321,12 @@ func (w *batchWriter) enqueue(it Item, entry []byte) error {
 
 // dequeue deletes the queue entry of it, reporting whether it was there.
 func (w *batchWriter) dequeue(it Item) (bool, error) {
-	k := queueKey(it.Host, it.Seq)
-	c := w.queue.Cursor()
+	hq, err := w.hostQueue(it.Host, false)
+	if hq == nil || err != nil {
+		return false, err
+	}
+	k := seqKey(it.Seq)
+	c := hq.Cursor()
 	if found, _ := c.Seek(k); !bytes.Equal(found, k) {
 		return false, nil
 	}
@@ -389,16 +424,21 @@ func (w *batchWriter) promote(now time.Time, limit int) error {
 }
 
 func (w *batchWriter) failHost(host string, template *Result, inFlight []uint64) error {
-	prefix := append([]byte(host), 0)
-	c := w.queue.Cursor()
+	hq, err := w.hostQueue(host, false)
+	if err != nil {
+		return err
+	}
 	var items []Item
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		it, err := decodeQueued(k, v)
+	if hq != nil {
+		err = hq.ForEach(func(k, v []byte) error {
+			it, err := decodeQueued(host, k, v)
+			if err == nil && !slices.Contains(inFlight, it.Seq) {
+				items = append(items, it)
+			}
+			return err
+		})
 		if err != nil {
 			return err
-		}
-		if !slices.Contains(inFlight, it.Seq) {
-			items = append(items, it)
 		}
 	}
 	failed := make(map[uint64]bool, len(items))

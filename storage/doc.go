@@ -9,7 +9,9 @@
 //	seen         seq -> the 64-bit fingerprints of the URLs one commit queued
 //	             for the first time: the log of the dedupe set, which is held
 //	             in memory and read back at Open
-//	queue        host \x00 seq -> Item: URLs waiting to be fetched, FIFO per host
+//	queue        host -> a bucket of seq -> Item: URLs waiting to be fetched,
+//	             FIFO per host (a bucket per host, so queueing a new host's
+//	             URLs writes new pages instead of reading another host's)
 //	deferred     due-time seq  -> Item: URLs parked until a time (retries, waits)
 //	results      seq           -> flag, URL hash, Result: the latest outcome of
 //	             each fetched URL, in the order outcomes were stored

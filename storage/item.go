@@ -80,28 +80,22 @@ func unmarshalItem(b []byte) (Item, error) {
 	return it, nil
 }
 
-// queueKey orders a host's URLs FIFO and keeps each host's URLs adjacent,
-// so one cursor seek loads the next few URLs of a host.
-func queueKey(host string, seq uint64) []byte {
-	k := make([]byte, 0, len(host)+1+8)
-	k = append(k, host...)
-	k = append(k, 0)
-	return binary.BigEndian.AppendUint64(k, seq)
-}
+// seqKey orders a host's URLs FIFO within its queue bucket.
+func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 8), seq) }
 
 func deferredKey(dueUnixNano int64, seq uint64) []byte {
 	k := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(dueUnixNano))
 	return binary.BigEndian.AppendUint64(k, seq)
 }
 
-// decodeQueued decodes a queue entry; its host and Seq come from the key.
-func decodeQueued(k, v []byte) (Item, error) {
+// decodeQueued decodes an entry of host's queue bucket; its Seq is the key.
+func decodeQueued(host string, k, v []byte) (Item, error) {
 	it, err := unmarshalItem(v)
-	if err != nil || len(k) < 9 || it.Host != "" {
-		return it, fmt.Errorf("queue entry %x: %w", k, errBadItem)
+	if err != nil || len(k) != 8 || it.Host != "" {
+		return it, fmt.Errorf("queue entry %s/%x: %w", host, k, errBadItem)
 	}
-	it.Host = string(k[:len(k)-9])
-	it.Seq = beUint64(k[len(k)-8:])
+	it.Host = host
+	it.Seq = beUint64(k)
 	return it, nil
 }
 

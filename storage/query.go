@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -12,10 +11,13 @@ import (
 func (db *DB) LoadQueued(host string, afterSeq uint64, limit int) ([]Item, error) {
 	var items []Item
 	err := db.bolt.View(func(tx *bolt.Tx) error {
-		prefix := append([]byte(host), 0)
-		c := tx.Bucket(bucketQueue).Cursor()
-		for k, v := c.Seek(queueKey(host, afterSeq+1)); k != nil && bytes.HasPrefix(k, prefix) && len(items) < limit; k, v = c.Next() {
-			it, err := decodeQueued(k, v)
+		hq := tx.Bucket(bucketQueue).Bucket([]byte(host))
+		if hq == nil {
+			return nil
+		}
+		c := hq.Cursor()
+		for k, v := c.Seek(seqKey(afterSeq + 1)); k != nil && len(items) < limit; k, v = c.Next() {
+			it, err := decodeQueued(host, k, v)
 			if err != nil {
 				return err
 			}
@@ -133,24 +135,39 @@ func (db *DB) RequeueFailed() (int, error) {
 // pendingHashes is the set of URL hashes queued or deferred now.
 func pendingHashes(tx *bolt.Tx) (map[Hash]bool, error) {
 	set := make(map[Hash]bool)
-	buckets := []struct {
-		name   []byte
-		decode func(k, v []byte) (Item, error)
-	}{{bucketQueue, decodeQueued}, {bucketDeferred, decodeDeferred}}
-	for _, b := range buckets {
-		err := tx.Bucket(b.name).ForEach(func(k, v []byte) error {
-			it, err := b.decode(k, v)
+	err := forEachQueued(tx, func(it Item) error {
+		set[it.Hash] = true
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = tx.Bucket(bucketDeferred).ForEach(func(k, v []byte) error {
+		it, err := decodeDeferred(k, v)
+		if err == nil {
+			set[it.Hash] = true
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// forEachQueued calls fn with every queued item, host by host.
+func forEachQueued(tx *bolt.Tx, fn func(Item) error) error {
+	queue := tx.Bucket(bucketQueue)
+	return queue.ForEachBucket(func(host []byte) error {
+		name := string(host)
+		return queue.Bucket(host).ForEach(func(k, v []byte) error {
+			it, err := decodeQueued(name, k, v)
 			if err != nil {
 				return err
 			}
-			set[it.Hash] = true
-			return nil
+			return fn(it)
 		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return set, nil
+	})
 }
 
 // get returns a copy of the value stored under key in one of the small

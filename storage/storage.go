@@ -13,7 +13,7 @@ import (
 )
 
 // SchemaVersion is the layout version this build writes and understands.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // Sentinel errors callers branch on.
 var (

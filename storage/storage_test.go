@@ -92,10 +92,13 @@ func TestOpenRejects(t *testing.T) {
 	}{
 		{"newer schema", func(t *testing.T, p string) {
 			writeBolt(t, p, map[string]map[string][]byte{"meta": {"schema": schemaBytes(99)}})
-		}, true, []string{"99", "understands 2"}},
+		}, true, []string{"99", "understands 3"}},
 		{"older schema (version 1: hash-keyed seen and results)", func(t *testing.T, p string) {
 			writeBolt(t, p, map[string]map[string][]byte{"meta": {"schema": schemaBytes(1)}, "seen": {"0123456789abcdef": {1}}})
-		}, true, []string{"version 1", "understands 2"}},
+		}, true, []string{"version 1", "understands 3"}},
+		{"older schema (version 2: one queue bucket keyed by host and seq)", func(t *testing.T, p string) {
+			writeBolt(t, p, map[string]map[string][]byte{"meta": {"schema": schemaBytes(2)}, "queue": {"a.test\x00\x00\x00\x00\x00\x00\x00\x00\x01": {1}}})
+		}, true, []string{"version 2", "understands 3"}},
 		{"foreign bbolt file", func(t *testing.T, p string) {
 			writeBolt(t, p, map[string]map[string][]byte{"other": {"k": []byte("v")}})
 		}, true, []string{"metadata"}},

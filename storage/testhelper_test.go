@@ -197,13 +197,19 @@ func readSnapshot(tx *bolt.Tx, s *snapshot) error {
 		s.Breakers[string(k)] = string(v)
 		return nil
 	})
-	err = tx.Bucket(bucketQueue).ForEach(func(k, v []byte) error {
-		it, err := decodeQueued(k, v)
-		if string(queueKey(it.Host, it.Seq)) != string(k) {
-			return fmt.Errorf("queue key %x does not match item %s seq %d", k, it.Host, it.Seq)
+	queue := tx.Bucket(bucketQueue)
+	err = queue.ForEach(func(host, v []byte) error {
+		if v != nil {
+			return fmt.Errorf("queue holds a value under %q, want only host buckets", host)
 		}
-		s.Queue = append(s.Queue, it)
-		return err
+		return queue.Bucket(host).ForEach(func(k, v []byte) error {
+			it, err := decodeQueued(string(host), k, v)
+			if string(seqKey(it.Seq)) != string(k) {
+				return fmt.Errorf("queue key %s/%x does not match item %s seq %d", host, k, it.Host, it.Seq)
+			}
+			s.Queue = append(s.Queue, it)
+			return err
+		})
 	})
 	if err != nil {
 		return err
