@@ -2,7 +2,7 @@ package storage
 
 import (
 	"encoding/binary"
-	"encoding/json"
+	"encoding/hex"
 	"errors"
 	"time"
 )
@@ -58,11 +58,13 @@ func (c *HostCounts) add(d HostCounts) {
 
 func (c *HostCounts) zero() bool { return *c == HostCounts{} }
 
-// A stored result is a header and the JSON of the Result. The header holds
-// a flag byte ('P' page, 'F' failure), the URL's Hash, the HTTP status (2
-// bytes) and the error class (a length byte and the bytes): enough for a
-// commit to keep the counters and tallies right when a result is replaced,
-// and for RequeueFailed to rebuild the URL's Item, without decoding JSON.
+// A stored result is a header and the Result's fields in a compact binary
+// form (resultBody): about a third the size of its JSON, and results are
+// most of the file. The header holds a flag byte ('P' page, 'F' failure),
+// the URL's Hash, the HTTP status (2 bytes) and the error class (a length
+// byte and the bytes): enough for a commit to keep the counters and tallies
+// right when a result is replaced, and for RequeueFailed to rebuild the
+// URL's Item, without decoding the rest.
 const (
 	resultPage   = 'P'
 	resultFailed = 'F'
@@ -78,19 +80,98 @@ func EncodeResult(it Item, r *Result) ResultRecord {
 	if r.Failed() {
 		flag = resultFailed
 	}
-	data, err := json.Marshal(r)
-	if err != nil {
-		// A Result holds only strings, numbers and times: this cannot fail.
-		panic("encode result: " + err.Error())
-	}
 	class := r.ErrorClass[:min(len(r.ErrorClass), maxClassLen)]
-	out := make([]byte, 0, 1+len(Hash{})+3+len(class)+len(data))
+	out := make([]byte, 0, 1+len(Hash{})+3+len(class)+64+len(r.URL)+len(r.Host)+len(r.ContentType)+
+		len(r.Title)+len(r.ErrorClass)+len(r.Error)+len(r.SHA256)/2)
 	out = append(out, flag)
 	out = append(out, it.Hash[:]...)
 	out = binary.BigEndian.AppendUint16(out, uint16(min(max(r.Status, 0), 0xFFFF)))
 	out = append(out, byte(len(class)))
 	out = append(out, class...)
-	return append(out, data...)
+	return appendResultBody(out, r)
+}
+
+// Bits of the body's flags byte.
+const (
+	bodyFinalIsURL = 1 << iota // FinalURL equals URL and is not stored
+	bodyTruncated
+	bodyNoFetchTime // FetchedAt is the zero time
+	bodyRawSHA256   // SHA256 is 64 lowercase hex digits, stored as 32 bytes
+)
+
+// appendResultBody appends r's fields: a flags byte, then strings as a
+// uvarint length and bytes, integers as zigzag varints, FetchedAt as Unix
+// nanoseconds.
+func appendResultBody(out []byte, r *Result) []byte {
+	var flags byte
+	if r.FinalURL == r.URL {
+		flags |= bodyFinalIsURL
+	}
+	if r.Truncated {
+		flags |= bodyTruncated
+	}
+	if r.FetchedAt.IsZero() {
+		flags |= bodyNoFetchTime
+	}
+	sha, rawSHA := hexSHA256(r.SHA256)
+	if rawSHA {
+		flags |= bodyRawSHA256
+	}
+	out = append(out, flags)
+	out = appendString(out, r.URL)
+	if flags&bodyFinalIsURL == 0 {
+		out = appendString(out, r.FinalURL)
+	}
+	out = appendString(out, r.Host)
+	out = binary.AppendVarint(out, int64(r.Status))
+	out = appendString(out, r.ContentType)
+	out = binary.AppendVarint(out, r.Length)
+	if flags&bodyNoFetchTime == 0 {
+		out = binary.AppendVarint(out, r.FetchedAt.UnixNano())
+	}
+	out = binary.AppendVarint(out, r.DurationMS)
+	out = binary.AppendVarint(out, int64(r.Depth))
+	out = appendString(out, r.Title)
+	out = binary.AppendVarint(out, int64(r.Outlinks))
+	if rawSHA {
+		out = append(out, sha[:]...)
+	} else {
+		out = appendString(out, r.SHA256)
+	}
+	out = binary.AppendVarint(out, int64(r.Attempts))
+	out = appendString(out, r.ErrorClass)
+	return appendString(out, r.Error)
+}
+
+func appendString(out []byte, s string) []byte {
+	out = binary.AppendUvarint(out, uint64(len(s)))
+	return append(out, s...)
+}
+
+// hexSHA256 decodes s if it is a SHA-256 digest in lowercase hex, the only
+// form that re-encodes to itself.
+func hexSHA256(s string) (sum [32]byte, ok bool) {
+	if len(s) != 64 {
+		return sum, false
+	}
+	for i := range 32 {
+		hi, lo := hexDigit(s[2*i]), hexDigit(s[2*i+1])
+		if hi < 0 || lo < 0 {
+			return sum, false
+		}
+		sum[i] = byte(hi<<4 | lo)
+	}
+	return sum, true
+}
+
+func hexDigit(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c - 'a' + 10)
+	}
+	return -1
 }
 
 var errBadResult = errors.New("malformed result record")
@@ -101,7 +182,7 @@ type resultHead struct {
 	hash   Hash
 	status int
 	class  string
-	json   []byte
+	body   []byte
 }
 
 func parseResultHead(v []byte) (resultHead, error) {
@@ -114,22 +195,97 @@ func parseResultHead(v []byte) (resultHead, error) {
 	copy(h.hash[:], v[1:])
 	h.status = int(binary.BigEndian.Uint16(v[17:]))
 	n := int(v[19])
-	if len(v) < fixed+n+2 {
+	if len(v) < fixed+n+1 {
 		return h, errBadResult
 	}
 	h.class = string(v[fixed : fixed+n])
-	h.json = v[fixed+n:]
+	h.body = v[fixed+n:]
 	return h, nil
 }
 
 func decodeResult(v []byte) (Hash, Result, error) {
-	var r Result
 	head, err := parseResultHead(v)
 	if err != nil {
-		return head.hash, r, err
+		return head.hash, Result{}, err
 	}
-	err = json.Unmarshal(head.json, &r)
+	r, err := decodeResultBody(head.body)
 	return head.hash, r, err
+}
+
+// bodyReader reads a result body; the first malformed field sets bad, and
+// every read after it returns zero values.
+type bodyReader struct {
+	b   []byte
+	bad bool
+}
+
+func (d *bodyReader) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.bad, d.b = true, nil
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *bodyReader) bytes(n uint64) []byte {
+	if n > uint64(len(d.b)) {
+		d.bad, d.b = true, nil
+		return nil
+	}
+	out := d.b[:n]
+	d.b = d.b[n:]
+	return out
+}
+
+func (d *bodyReader) string() string {
+	n, k := binary.Uvarint(d.b)
+	if k <= 0 {
+		d.bad, d.b = true, nil
+		return ""
+	}
+	d.b = d.b[k:]
+	return string(d.bytes(n))
+}
+
+func decodeResultBody(body []byte) (Result, error) {
+	var r Result
+	d := bodyReader{b: body}
+	flags := d.bytes(1)
+	if d.bad {
+		return r, errBadResult
+	}
+	f := flags[0]
+	r.URL = d.string()
+	r.FinalURL = r.URL
+	if f&bodyFinalIsURL == 0 {
+		r.FinalURL = d.string()
+	}
+	r.Host = d.string()
+	r.Status = int(d.varint())
+	r.ContentType = d.string()
+	r.Length = d.varint()
+	r.Truncated = f&bodyTruncated != 0
+	if f&bodyNoFetchTime == 0 {
+		r.FetchedAt = time.Unix(0, d.varint()).UTC()
+	}
+	r.DurationMS = d.varint()
+	r.Depth = int(d.varint())
+	r.Title = d.string()
+	r.Outlinks = int(d.varint())
+	if f&bodyRawSHA256 != 0 {
+		r.SHA256 = hex.EncodeToString(d.bytes(32))
+	} else {
+		r.SHA256 = d.string()
+	}
+	r.Attempts = int(d.varint())
+	r.ErrorClass = d.string()
+	r.Error = d.string()
+	if d.bad || len(d.b) != 0 || f >= bodyRawSHA256<<1 {
+		return Result{}, errBadResult
+	}
+	return r, nil
 }
 
 // Tallies count the stored results by HTTP status (0 when no response came)
