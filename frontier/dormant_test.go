@@ -10,13 +10,13 @@ import (
 	"time"
 )
 
-// activeHosts counts the hosts whose URLs the scheduler has loaded, and the
-// URLs it holds in memory.
+// activeHosts counts the hosts whose URLs the scheduler has loaded (and
+// not drained yet), and the URLs it holds in memory.
 func activeHosts(f *Frontier) (hosts, buffered int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, h := range f.hosts {
-		if h.active {
+		if h.active && (len(h.buf) > 0 || h.loading) {
 			hosts++
 		}
 		buffered += len(h.buf)

@@ -210,7 +210,9 @@ func (f *Frontier) tryNext() (*Lease, time.Duration, <-chan struct{}, error) {
 func (f *Frontier) leaseLocked(h *hostQueue) *Lease {
 	it := h.buf[0]
 	h.buf[0] = storage.Item{}
-	h.buf = h.buf[1:]
+	if h.buf = h.buf[1:]; len(h.buf) == 0 {
+		h.buf = nil // a drained host may stay known a while: let its array go
+	}
 	h.inflight++
 	h.leased = append(h.leased, it.Seq)
 	h.reserved = true

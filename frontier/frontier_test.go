@@ -773,8 +773,8 @@ func TestCommitsLinger(t *testing.T) {
 	})
 }
 
-// A host forgotten once its last lease ended, and created again when a new
-// URL of it lands, must not load the entry of that lease: its completion
+// A host forgotten once its last lease ended (by the periodic prune), and
+// created again when a new URL of it lands, must not load the entry of that lease: its completion
 // may still be queued behind the new URL's commit. Loaded, it would be
 // fetched twice. The gates line up: commit the new URL, activate the host,
 // load it, and only then commit the completion.
@@ -793,7 +793,16 @@ func TestRecreatedHostSkipsEntriesOfFormerLeases(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		complete(t, h.f, first) // a.test has nothing left: forgotten
+		complete(t, h.f, first) // a.test has nothing left
+		// The writer's periodic prune forgets it, as it may between any two
+		// commits: here, before p1's.
+		h.f.mu.Lock()
+		h.f.pruneLocked(time.Now())
+		_, kept := h.f.hosts["a.test"]
+		h.f.mu.Unlock()
+		if kept {
+			t.Fatal("prune kept a.test, which has nothing queued or in flight")
+		}
 		openA()
 		synctest.Wait() // p1 committed; the writer waits at B
 		if l, err := poll(h.f); l != nil || !errors.Is(err, context.Canceled) {

@@ -56,8 +56,11 @@ func (f *Frontier) eligible(h *hostQueue) bool {
 	return len(h.buf) > 0 && !h.held && !h.reserved && !h.failing && h.inflight < f.opts.HostConcurrency
 }
 
-// updateLocked puts h in, moves it within, or takes it out of the ready heap,
-// and forgets a host with nothing left.
+// updateLocked puts h in, moves it within, or takes it out of the ready heap.
+// A host with nothing left stays known, and active, until the periodic
+// prune: its next URLs are often in a commit on its way, and they go
+// straight into the buffer of an active host, where a forgotten one would
+// come back dormant and wait to be loaded from the file.
 func (f *Frontier) updateLocked(h *hostQueue) {
 	switch {
 	case f.eligible(h) && h.index < 0:
@@ -66,9 +69,6 @@ func (f *Frontier) updateLocked(h *hostQueue) {
 		heap.Fix(&f.ready, h.index)
 	case h.index >= 0:
 		heap.Remove(&f.ready, h.index)
-	}
-	if h.forgettable(f.opts.Now()) {
-		delete(f.hosts, h.name)
 	}
 }
 
