@@ -123,6 +123,9 @@ func checkDead(t *testing.T, d *DeadResult) {
 	if !on.Exhausted || on.DeadLeft != 0 || on.DeadMaxPerRest < d.Threshold || on.DeadMaxPerRest > d.ConnLimit {
 		t.Errorf("breaker on = %+v; want exhausted, nothing left, %d..%d dead requests", on, d.Threshold, d.ConnLimit)
 	}
+	if on.LiveDone <= 0 || on.LiveDone > on.Wall {
+		t.Errorf("breaker on: live pages done at %s of a %s crawl; want within it", on.LiveDone, on.Wall)
+	}
 	if on.DeadResults["host-down"] == 0 || on.DeadWorkerSeconds <= 0 {
 		t.Errorf("breaker on dead results = %v, %.2fs; want host-down URLs and some worker time", on.DeadResults, on.DeadWorkerSeconds)
 	}

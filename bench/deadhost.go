@@ -14,6 +14,10 @@ type DeadRun struct {
 	Name      string        `json:"name"`
 	Breaker   bool          `json:"breaker"`
 	Wall      time.Duration `json:"wall_ns"`
+	// LiveDone is when the last live page request reached the site, from
+	// the crawl's start: the crawl of the live hosts is over by then, and
+	// what follows is the wait for the dead host to be given up.
+	LiveDone time.Duration `json:"live_done_ns"`
 	Capped    bool          `json:"capped"` // stopped by BreakerOffCap: dead-host figures are lower bounds
 	Exhausted bool          `json:"exhausted"`
 	Fetched   int64         `json:"fetched"`
@@ -138,6 +142,7 @@ func (r *runner) deadRun(ctx context.Context, name string, deadURLs int, breaker
 		opts.MaxDuration = cfg.BreakerOffCap
 	}
 	deadKey := deadHostKey(site)
+	start := time.Now()
 	run, err := r.runEngine(ctx, name, opts, func(db *storage.DB) error {
 		return inspectDead(db, deadKey, out)
 	})
@@ -148,12 +153,38 @@ func (r *runner) deadRun(ctx context.Context, name string, deadURLs int, breaker
 	out.Capped = !breakerOn && !run.sum.Exhausted && cfg.BreakerOffCap > 0
 	out.Fetched, out.Failed = run.sum.Counts.Fetched, run.sum.Counts.Failed
 	out.Traffic = trafficSince(site, nil)
+	out.LiveDone = lastLiveRequest(site).Sub(start)
 	out.DeadMaxPerRest = maxInWindow(deadTimes(site, nil), cfg.Breaker.Rest)
 	if err := site.Close(); err != nil { // and so every held connection is counted
 		return nil, err
 	}
 	out.DeadWorkerSeconds = deadHeldTime(site).Seconds()
 	return out, nil
+}
+
+// LiveRatio is when the live pages were all fetched, over the wall time of
+// the crawl without the dead host.
+func (d *DeadResult) LiveRatio(run *DeadRun) float64 {
+	if d.Baseline == nil || run == nil || d.Baseline.Wall <= 0 {
+		return 0
+	}
+	return run.LiveDone.Seconds() / d.Baseline.Wall.Seconds()
+}
+
+// lastLiveRequest is the time of the latest request to a live host.
+func lastLiveRequest(site *demosite.Site) time.Time {
+	var last time.Time
+	for _, h := range site.Hosts() {
+		if h.Spec().Behavior == demosite.Dead {
+			continue
+		}
+		for _, r := range h.Requests() {
+			if r.Time.After(last) {
+				last = r.Time
+			}
+		}
+	}
+	return last
 }
 
 func deadHeldTime(site *demosite.Site) time.Duration {

@@ -132,6 +132,10 @@ func (d *DeadResult) runRows(run *DeadRun) []Row {
 		{"dead", fmt.Sprintf("%s: wall (%d fetched)", label, run.Fetched), lower + secs(run.Wall), "", ""},
 		{"dead", label + ": time ratio to no dead host", lower + fmt.Sprintf("%.2fx", ratio), timeTarget, timeVerdict},
 	}
+	if run.Breaker && run.LiveDone > 0 {
+		rows = append(rows, Row{"dead", label + ": live pages all fetched at (ratio to no dead host)",
+			fmt.Sprintf("%s (%.2fx)", secs(run.LiveDone), d.LiveRatio(run)), "", ""})
+	}
 	connTarget, connVerdict := "", ""
 	if run.Breaker {
 		connTarget, connVerdict = fmt.Sprintf("<= %d", d.ConnLimit), verdict(run.DeadMaxPerRest <= d.ConnLimit)
