@@ -11,13 +11,13 @@ import (
 
 // DeadRun is one crawl of the dead-host section.
 type DeadRun struct {
-	Name      string        `json:"name"`
-	Breaker   bool          `json:"breaker"`
-	Wall      time.Duration `json:"wall_ns"`
+	Name    string        `json:"name"`
+	Breaker bool          `json:"breaker"`
+	Wall    time.Duration `json:"wall_ns"`
 	// LiveDone is when the last live page request reached the site, from
 	// the crawl's start: the crawl of the live hosts is over by then, and
 	// what follows is the wait for the dead host to be given up.
-	LiveDone time.Duration `json:"live_done_ns"`
+	LiveDone  time.Duration `json:"live_done_ns"`
 	Capped    bool          `json:"capped"` // stopped by BreakerOffCap: dead-host figures are lower bounds
 	Exhausted bool          `json:"exhausted"`
 	Fetched   int64         `json:"fetched"`
