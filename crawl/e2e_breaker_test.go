@@ -407,3 +407,39 @@ func deadHostKeyOf(t *testing.T, h *demosite.Host) string {
 	}
 	return key
 }
+
+// Once a host's circuit is open, the crawler holds no connection to it:
+// those of the requests cut short are closed, and so are any that were
+// still being dialled for them and would otherwise wait in the idle pool
+// until the crawl ends, each one a socket the dead server keeps too.
+func TestOpenCircuitLeavesNoConnectionOpen(t *testing.T) {
+	t.Parallel()
+	site, dead := deadSite(t)
+	db := openDB(t, "")
+	opts := deadHostOptions(t, site)
+	opts.Timeout = 500 * time.Millisecond
+	opts.HostConcurrency = 4
+	opts.Delay = 0
+	opts.Retries = 0
+	opts.Breaker.Threshold = 4
+	opts.Breaker.Rest = time.Minute
+	opts.GiveUpAfter = time.Minute // the crawl is still running when the host is checked
+	opts.MaxDuration = 4 * time.Second
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runCrawl(t, testContext(t, 20*time.Second), db, opts)
+	}()
+	// robots.txt (one timeout), then four attempts at once (another): the
+	// circuit is open after about a second. Check well after, well before
+	// the crawl stops.
+	time.Sleep(2500 * time.Millisecond)
+	open, conns := dead.OpenConnections(), dead.RequestCount()
+	<-done
+	if conns < opts.Breaker.Threshold {
+		t.Fatalf("dead host got %d connections, want the circuit to have opened (%d)", conns, opts.Breaker.Threshold)
+	}
+	if open != 0 {
+		t.Errorf("%d of %d connections to the dead host still open with its circuit open", open, conns)
+	}
+}

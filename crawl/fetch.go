@@ -156,6 +156,9 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) *Response {
 	return r
 }
 
+// CloseIdle closes the idle connections of every host.
+func (f *Fetcher) CloseIdle() { f.transport.CloseIdleConnections() }
+
 // Close releases idle connections. In-flight fetches are not interrupted.
 func (f *Fetcher) Close() {
 	f.transport.CloseIdleConnections()

@@ -225,6 +225,12 @@ func (b *blackhole) heldTime() time.Duration {
 	return b.held
 }
 
+func (b *blackhole) open() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.conns)
+}
+
 func (b *blackhole) close() error {
 	err := b.ln.Close()
 	b.mu.Lock()

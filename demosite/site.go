@@ -273,6 +273,15 @@ func (h *Host) HeldTime() time.Duration {
 	return h.hole.heldTime()
 }
 
+// OpenConnections is, for a Dead host, how many connections clients hold
+// open now. Zero for other hosts.
+func (h *Host) OpenConnections() int {
+	if h.hole == nil {
+		return 0
+	}
+	return h.hole.open()
+}
+
 // RequestCount returns the number of requests (dead host: connections) logged.
 func (h *Host) RequestCount() int {
 	h.logMu.Lock()
