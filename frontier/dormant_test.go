@@ -143,3 +143,26 @@ func TestConcurrentWorkersActivateAFewHostsAtATime(t *testing.T) {
 		}
 	})
 }
+
+// The dormant host with the most URLs queued is woken first, whatever the
+// order the hosts were queued in; equal ones wake in that order.
+func TestBiggestDormantHostWakesFirst(t *testing.T) {
+	bubble(t, Options{}, func(t *testing.T, h *harness) {
+		h.add(pages("small.test", 2)...)
+		h.add(pages("tie1.test", 5)...)
+		h.add(pages("big.test", 9)...)
+		h.add(pages("tie2.test", 5)...)
+		synctest.Wait()
+		h.reopen()
+		var order []string
+		for range 4 {
+			l := mustLease(t, h.f)
+			order = append(order, l.Item.Host)
+			h.f.Started(l, time.Now().Add(time.Hour)) // keeps its host busy: the next lease wakes another
+		}
+		want := []string{"big.test", "tie1.test", "tie2.test", "small.test"}
+		if !slices.Equal(order, want) {
+			t.Fatalf("hosts woken in order %v, want %v", order, want)
+		}
+	})
+}

@@ -89,8 +89,10 @@ type Frontier struct {
 	// loadQueue holds hosts waiting for the writer to refill their buffers.
 	loadQueue []*hostQueue
 	// dormant holds hosts with URLs in the file that no worker has needed
-	// yet, oldest first; activating counts those whose first load is pending.
-	dormant    []*hostQueue
+	// yet, largest backlog first; activating counts those whose first load
+	// is pending.
+	dormant    dormantHeap
+	dormantSeq uint64
 	activating int
 	// announcedSeq is the highest Seq addedLocked has taken. Every queue
 	// entry at or below it was known to some hostQueue, so a host created

@@ -14,6 +14,10 @@ import (
 // activateLocked): only then are its URLs read from the file. So what the
 // scheduler holds in memory, and what it reads of the file, grows with the
 // hosts the workers need to stay busy, not with every host in the queue.
+// The dormant host with the most URLs is woken first: a host's URLs are
+// fetched at its own polite pace, so the biggest ones bound the crawl's
+// length and should start early (longest job first). A host that can only
+// fail, linked from many pages, is among them and is found out early.
 type hostQueue struct {
 	name       string
 	buf        []storage.Item // next URLs in FIFO order
@@ -21,6 +25,8 @@ type hostQueue struct {
 	loadedSeq  uint64         // highest Seq ever put in buf
 	active     bool           // its URLs are loaded into buf as it drains
 	inDormant  bool           // waiting in Frontier.dormant
+	dormantIdx int            // its index there
+	dormantSeq uint64         // when it was put there: ties wake oldest first
 	activating bool           // its first load since activation is pending
 	loading    bool
 	inflight   int
@@ -160,13 +166,18 @@ func (f *Frontier) addedLocked(items []storage.Item) {
 }
 
 // dormantLocked puts a host with URLs only in the file in line for
-// activation.
+// activation, or updates its place after its backlog changed.
 func (f *Frontier) dormantLocked(h *hostQueue) {
-	if h.active || h.inDormant || h.held || h.backlog <= 0 {
+	if h.inDormant {
+		heap.Fix(&f.dormant, h.dormantIdx)
 		return
 	}
-	h.inDormant = true
-	f.dormant = append(f.dormant, h)
+	if h.active || h.held || h.backlog <= 0 {
+		return
+	}
+	f.dormantSeq++
+	h.dormantSeq = f.dormantSeq
+	heap.Push(&f.dormant, h)
 }
 
 // maxActivating bounds the hosts whose first load is pending: each worker
@@ -174,16 +185,13 @@ func (f *Frontier) dormantLocked(h *hostQueue) {
 // should not load every dormant host at once.
 const maxActivating = 4
 
-// activateLocked starts loading the URLs of the host that has waited
-// longest for activation, if one waits and few loads of newly activated
+// activateLocked starts loading the URLs of the dormant host with the
+// largest backlog, if one waits and few loads of newly activated
 // hosts are pending. Called when a worker finds no host ready, it grows
 // the set of active hosts just enough to keep the workers busy.
 func (f *Frontier) activateLocked() {
 	for len(f.dormant) > 0 && f.activating < maxActivating {
-		h := f.dormant[0]
-		f.dormant[0] = nil
-		f.dormant = f.dormant[1:]
-		h.inDormant = false
+		h := heap.Pop(&f.dormant).(*hostQueue)
 		if f.hosts[h.name] != h || h.active || h.held || h.backlog <= 0 {
 			continue // forgotten, failed or held since it was put in line
 		}
@@ -235,4 +243,33 @@ func (q hostHeap) peek() *hostQueue {
 		return nil
 	}
 	return q[0]
+}
+
+// dormantHeap orders dormant hosts by backlog, largest first, then by how
+// long they have waited.
+type dormantHeap []*hostQueue
+
+func (q dormantHeap) Len() int { return len(q) }
+func (q dormantHeap) Less(i, j int) bool {
+	if q[i].backlog != q[j].backlog {
+		return q[i].backlog > q[j].backlog
+	}
+	return q[i].dormantSeq < q[j].dormantSeq
+}
+func (q dormantHeap) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].dormantIdx, q[j].dormantIdx = i, j
+}
+func (q *dormantHeap) Push(x any) {
+	h := x.(*hostQueue)
+	h.dormantIdx, h.inDormant = len(*q), true
+	*q = append(*q, h)
+}
+func (q *dormantHeap) Pop() any {
+	old := *q
+	h := old[len(old)-1]
+	old[len(old)-1] = nil
+	h.inDormant = false
+	*q = old[:len(old)-1]
+	return h
 }

@@ -1,6 +1,7 @@
 package frontier
 
 import (
+	"container/heap"
 	"fmt"
 	"slices"
 	"sync"
@@ -285,6 +286,9 @@ func (f *Frontier) committed(c *storage.Committed) {
 			}
 			h.buf = slices.DeleteFunc(h.buf, func(it storage.Item) bool { return slices.Contains(failed, it.Seq) })
 			h.backlog = 0
+			if h.inDormant {
+				heap.Remove(&f.dormant, h.dormantIdx)
+			}
 			f.updateLocked(h)
 		}
 	}
