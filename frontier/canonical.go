@@ -57,6 +57,9 @@ func Canonicalize(raw string) (string, error) {
 // canonicalWithHost parses raw once and returns both its canonical form and
 // its host key: the frontier needs both for every URL it sees.
 func canonicalWithHost(raw string) (canonical, host string, err error) {
+	if canonical, host, ok := fastCanonical(raw); ok {
+		return canonical, host, nil
+	}
 	u, err := parseHTTP(canonParser, raw)
 	if err != nil {
 		return "", "", fmt.Errorf("canonicalize %q: %w", shorten(raw), err)
@@ -172,6 +175,9 @@ func requestable(ref string, u *url.Url) (string, error) {
 // robots.txt: the canonical host, plus ":port" only when the port is not the
 // scheme's default ("example.com", "127.0.0.1:8080", "xn--bcher-kva.example").
 func HostKey(rawURL string) (string, error) {
+	if _, host, ok := fastCanonical(rawURL); ok {
+		return host, nil
+	}
 	u, err := parseHTTP(canonParser, rawURL)
 	if err != nil {
 		return "", fmt.Errorf("host key %q: %w", shorten(rawURL), err)

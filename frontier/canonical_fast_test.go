@@ -1,0 +1,144 @@
+package frontier
+
+import (
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// slowCanonical is the full parser's answer, which the fast path must match.
+func slowCanonical(raw string) (canonical, host string, err error) {
+	u, err := parseHTTP(canonParser, raw)
+	if err != nil {
+		return "", "", err
+	}
+	return canonicalOf(raw, u)
+}
+
+func checkFastCanonical(t interface {
+	Fatalf(string, ...any)
+}, raw string) bool {
+	canonical, host, ok := fastCanonical(raw)
+	if !ok {
+		return false
+	}
+	want, wantHost, err := slowCanonical(raw)
+	if err != nil {
+		t.Fatalf("fastCanonical(%q) = %q, but the parser rejects it: %v", raw, canonical, err)
+	}
+	if canonical != want || host != wantHost {
+		t.Fatalf("fastCanonical(%q) = %q, %q; the parser gives %q, %q", raw, canonical, host, want, wantHost)
+	}
+	return true
+}
+
+// Each piece of a generated URL is mostly plain, sometimes one of the
+// forms near the edge of what the fast path takes: either way it must give
+// the parser's answer or leave the URL to the parser.
+type pieces struct{ plain, edge []string }
+
+var (
+	schemes  = pieces{[]string{"http://", "https://"}, []string{"HTTP://", "http:/", "http:///", "ftp://", " http://", "http:\\\\"}}
+	hostsGen = pieces{[]string{"example.com", "a.b-c.d", "127.0.0.1", "255.255.255.255", "x1.y2"},
+		[]string{"10.0.0.256", "1.2.3", "01.2.3.4", "0x7f.0.0.1", "Example.com", "xn--bcher-kva.example", "-a.com",
+			"a-.com", "a..b", "a.com.", "a.123", "123.a", "a.0x1", "0-0", "a.0-0", "xn--a.example", "xn--.example", "a.xn--zz", "user@a.com", "[::1]", "b\u00fccher.example",
+			"a_b.com", "", "a%41.com", "a\t.com"}}
+	ports    = pieces{[]string{"", ":80", ":443", ":8080", ":65535"}, []string{":0", ":080", ":65536", ":", ":8a"}}
+	segments = pieces{[]string{"p", "P", "...", "~x", "!$&()*+,;=:@", "", "a-b_c.d"},
+		[]string{".", "..", "%2e", "%41", "a b", "a\"b", "a<b", "a`b", "a{b", "a'b", "a\\b", "\u00e9", "a|b", "a^b",
+			"[x]", "a\tb", "a\nb"}}
+	queries = pieces{[]string{"", "?", "?a=1", "?a=1&b=2", "?x?y", "?/p"}, []string{"?a'b", "?a b", "?a%20b", "?a\"b", "?\u00e9"}}
+	frags   = pieces{[]string{"", "#", "#top", "#a#b"}, []string{"#a b", "#\u00e9", "#%zz"}}
+)
+
+func (p pieces) draw(t *rapid.T, label string) string {
+	if rapid.IntRange(0, 9).Draw(t, label+" edge?") == 0 {
+		return rapid.SampledFrom(p.edge).Draw(t, label)
+	}
+	return rapid.SampledFrom(p.plain).Draw(t, label)
+}
+
+func TestFastCanonicalAgreesWithParser(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var b strings.Builder
+		b.WriteString(schemes.draw(t, "scheme"))
+		b.WriteString(hostsGen.draw(t, "host"))
+		b.WriteString(ports.draw(t, "port"))
+		for range rapid.IntRange(0, 4).Draw(t, "segments") {
+			b.WriteString("/")
+			b.WriteString(segments.draw(t, "segment"))
+		}
+		b.WriteString(queries.draw(t, "query"))
+		b.WriteString(frags.draw(t, "fragment"))
+		checkFastCanonical(t, b.String())
+	})
+}
+
+// Every URL built from plain pieces, with two path slots, and every one
+// with a single edge piece swapped into a smaller such set: the same check
+// as above, done exhaustively so a wrong case cannot hide behind the
+// sampling.
+func TestFastCanonicalExhaustive(t *testing.T) {
+	seg := func(p pieces) pieces {
+		out := pieces{plain: []string{""}}
+		for _, s := range p.plain {
+			out.plain = append(out.plain, "/"+s)
+		}
+		for _, s := range p.edge {
+			out.edge = append(out.edge, "/"+s)
+		}
+		return out
+	}
+	slots := []pieces{schemes, hostsGen, ports, seg(segments), seg(segments), queries, frags}
+	taken := 0
+	var walk func(i int, prefix string, choices func(i int) []string)
+	walk = func(i int, prefix string, choices func(i int) []string) {
+		if i == len(slots) {
+			if checkFastCanonical(t, prefix) {
+				taken++
+			}
+			return
+		}
+		for _, c := range choices(i) {
+			walk(i+1, prefix+c, choices)
+		}
+	}
+	walk(0, "", func(i int) []string { return slots[i].plain })
+	for edge := range slots {
+		walk(0, "", func(i int) []string {
+			if i == edge {
+				return slots[i].edge
+			}
+			return slots[i].plain[:min(2, len(slots[i].plain))]
+		})
+	}
+	if taken == 0 {
+		t.Fatal("the fast path took none of the plain URLs")
+	}
+	t.Logf("fast path took %d URLs", taken)
+}
+
+// The fast path must take the plain URLs it exists for; otherwise it only
+// costs a scan.
+func TestFastCanonicalTakesPlainURLs(t *testing.T) {
+	for _, raw := range []string{
+		"http://127.0.0.1:41234/p/123",
+		"https://example.com/",
+		"https://example.com",
+		"http://www.example.co.uk/a/b/c.html?x=1&y=2#frag",
+		"https://example.com:443/index.html",
+		"http://example.com:8080/",
+	} {
+		if !checkFastCanonical(t, raw) {
+			t.Errorf("fastCanonical(%q) left it to the parser", raw)
+		}
+	}
+}
+
+func FuzzFastCanonical(f *testing.F) {
+	for _, s := range []string{"http://127.0.0.1:8080/p?q=1#f", "https://a.b/c/./d", "http://a.com:80", "http://A.com/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) { checkFastCanonical(t, raw) })
+}
