@@ -101,8 +101,9 @@ func Resolve(base, ref string) (string, error) {
 // base (every link of a page) without parsing it again each time. It is not
 // safe for concurrent use.
 type BaseURL struct {
-	raw string
-	u   *url.Url
+	raw   string
+	u     *url.Url
+	plain *plainURL // nil unless raw is a plain URL (see fastParse)
 }
 
 // ParseBaseURL parses an absolute http(s) base URL.
@@ -111,7 +112,11 @@ func ParseBaseURL(raw string) (*BaseURL, error) {
 	if err != nil {
 		return nil, fmt.Errorf("base %q: %w", shorten(raw), err)
 	}
-	return &BaseURL{raw: raw, u: u}, nil
+	b := &BaseURL{raw: raw, u: u}
+	if p, ok := fastParse(raw); ok {
+		b.plain = &p
+	}
+	return b, nil
 }
 
 // Resolve is the package-level Resolve with this base.
@@ -126,6 +131,14 @@ func (b *BaseURL) Resolve(ref string) (string, error) {
 // ResolveLink resolves ref like Resolve and also returns its host key and
 // dedupe hash, from the one parse.
 func (b *BaseURL) ResolveLink(ref string) (Link, error) {
+	if p, ok := fastResolve(b.plain, ref); ok {
+		return Link{URL: p.href(), Host: p.host, Hash: storage.HashOf(p.canonical())}, nil
+	}
+	return b.parseLink(ref)
+}
+
+// parseLink is ResolveLink through the WHATWG parser.
+func (b *BaseURL) parseLink(ref string) (Link, error) {
 	u, err := b.resolve(ref)
 	if err != nil {
 		return Link{}, fmt.Errorf("resolve %q against %q: %w", shorten(ref), shorten(b.raw), err)

@@ -12,8 +12,42 @@ import "strings"
 // parser; TestFastCanonicalAgreesWithParser and FuzzFastCanonical hold the
 // two to the same answers.
 func fastCanonical(raw string) (canonical, host string, ok bool) {
-	if len(raw) > MaxURLLength {
+	u, ok := fastParse(raw)
+	if !ok {
 		return "", "", false
+	}
+	return u.canonical(), u.host, true
+}
+
+// plainURL is a plain URL cut into its parts: origin is the scheme and
+// host key ("http://example.com:8080"), path is never empty, and hasQuery
+// tells "?" with an empty query from no "?" at all.
+type plainURL struct {
+	origin, host, path, query string
+	hasQuery                  bool
+}
+
+// href is the URL as the parser writes it, without its fragment: what gets
+// fetched.
+func (u plainURL) href() string {
+	if u.hasQuery {
+		return u.origin + u.path + "?" + u.query
+	}
+	return u.origin + u.path
+}
+
+// canonical is the dedupe key: no fragment, no empty query.
+func (u plainURL) canonical() string {
+	if u.query != "" {
+		return u.origin + u.path + "?" + u.query
+	}
+	return u.origin + u.path
+}
+
+// fastParse cuts an absolute plain URL into its parts.
+func fastParse(raw string) (plainURL, bool) {
+	if len(raw) > MaxURLLength {
+		return plainURL{}, false
 	}
 	var rest, defaultPort string
 	switch {
@@ -22,7 +56,7 @@ func fastCanonical(raw string) (canonical, host string, ok bool) {
 	case strings.HasPrefix(raw, "https://"):
 		rest, defaultPort = raw[len("https://"):], "443"
 	default:
-		return "", "", false
+		return plainURL{}, false
 	}
 	scheme := raw[:len(raw)-len(rest)]
 	end := strings.IndexAny(rest, "/?#")
@@ -30,39 +64,54 @@ func fastCanonical(raw string) (canonical, host string, ok bool) {
 		end = len(rest)
 	}
 	authority := rest[:end]
-	rest = rest[end:]
 	name, port, hasPort := strings.Cut(authority, ":")
 	if !plainHost(name) || hasPort && !plainPort(port) {
-		return "", "", false
+		return plainURL{}, false
 	}
-	host = name
+	host := name
 	if hasPort && port != defaultPort {
 		host = authority
 	}
+	u, ok := fastRest(rest[end:])
+	u.origin, u.host = scheme+host, host
+	return u, ok
+}
+
+// fastRest cuts what follows the authority ("/p?q#f", or "" for none) into
+// path and query, if they are plain.
+func fastRest(rest string) (plainURL, bool) {
+	var u plainURL
 	path, tail := rest, ""
 	if i := strings.IndexAny(rest, "?#"); i >= 0 {
 		path, tail = rest[:i], rest[i:]
 	}
-	query := "" // the canonical form drops the fragment, and an empty query
 	if strings.HasPrefix(tail, "?") {
-		query, _, _ = strings.Cut(tail[1:], "#")
+		u.query, _, _ = strings.Cut(tail[1:], "#")
+		u.hasQuery = true
 	}
-	if !plainPath(path) || !plainQuery(query) || !plainTail(rest) {
-		return "", "", false
+	if !plainPath(path) || !plainQuery(u.query) || !plainTail(rest) {
+		return plainURL{}, false
 	}
 	if path == "" {
 		path = "/"
 	}
-	var b strings.Builder
-	b.Grow(len(scheme) + len(host) + len(path) + 1 + len(query))
-	b.WriteString(scheme)
-	b.WriteString(host)
-	b.WriteString(path)
-	if query != "" {
-		b.WriteByte('?')
-		b.WriteString(query)
+	u.path = path
+	return u, true
+}
+
+// fastResolve resolves a link against a plain base without the parser,
+// when the link is an absolute plain URL or a plain path from the root
+// ("/p/2?x=1"), the common forms of links.
+func fastResolve(base *plainURL, ref string) (plainURL, bool) {
+	if len(ref) > MaxURLLength {
+		return plainURL{}, false
 	}
-	return b.String(), host, true
+	if base != nil && strings.HasPrefix(ref, "/") && !strings.HasPrefix(ref, "//") {
+		u, ok := fastRest(ref)
+		u.origin, u.host = base.origin, base.host
+		return u, ok && len(u.href()) <= MaxURLLength
+	}
+	return fastParse(ref)
 }
 
 // plainHost accepts lower-case host names whose labels are letters, digits

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"breakwater/storage"
 )
 
 // slowCanonical is the full parser's answer, which the fast path must match.
@@ -141,4 +143,86 @@ func FuzzFastCanonical(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) { checkFastCanonical(t, raw) })
+}
+
+func checkFastResolve(t interface {
+	Fatalf(string, ...any)
+}, base, ref string) bool {
+	b, err := ParseBaseURL(base)
+	if err != nil {
+		return false
+	}
+	p, ok := fastResolve(b.plain, ref)
+	if !ok {
+		return false
+	}
+	got := Link{URL: p.href(), Host: p.host, Hash: storage.HashOf(p.canonical())}
+	want, err := b.parseLink(ref)
+	if err != nil {
+		t.Fatalf("fastResolve(%q, %q) = %+v, but the parser rejects it: %v", base, ref, got, err)
+	}
+	if got != want {
+		t.Fatalf("fastResolve(%q, %q) = %+v; the parser gives %+v", base, ref, got, want)
+	}
+	return true
+}
+
+// Links: every base and reference built from the pieces above, references
+// both absolute and relative in every form, must resolve as the parser
+// resolves them or be left to it.
+func TestFastResolveAgreesWithParser(t *testing.T) {
+	bases := []string{"http://example.com/a/b?q=1#f", "https://127.0.0.1:8443/", "http://example.com",
+		"http://Example.com/a/", "http://example.com/%41/", "http://example.com:80/x/y", "http://a.b-c.d/x/./y"}
+	seg := func(p pieces) pieces {
+		out := pieces{plain: []string{""}}
+		for _, s := range p.plain {
+			out.plain = append(out.plain, "/"+s)
+		}
+		for _, s := range p.edge {
+			out.edge = append(out.edge, "/"+s)
+		}
+		return out
+	}
+	var refs []string
+	var walk func(i int, prefix string, slots []pieces, choices func(i int) []string)
+	walk = func(i int, prefix string, slots []pieces, choices func(i int) []string) {
+		if i == len(slots) {
+			refs = append(refs, prefix)
+			return
+		}
+		for _, c := range choices(i) {
+			walk(i+1, prefix+c, slots, choices)
+		}
+	}
+	rooted := []pieces{seg(segments), seg(segments), queries, frags}
+	walk(0, "", rooted, func(i int) []string { return rooted[i].plain })
+	for edge := range rooted {
+		walk(0, "", rooted, func(i int) []string {
+			if i == edge {
+				return rooted[i].edge
+			}
+			return rooted[i].plain[:min(2, len(rooted[i].plain))]
+		})
+	}
+	refs = append(refs, "//example.com/x", "//other.test/y?z", "p", "p/q", "./p", "../p", "?q=1", "?", "#f", "",
+		".", "..", "/", "//", "///x", "\\p", "/\\p", " /p", "/p ", "mailto:a@b.c", "javascript:x", "HTTP://example.com/",
+		"http://example.com", "https://other.test:8443/x?y#z", "http://a.com:80/p", "http:/p", "http:p")
+	taken := 0
+	for _, base := range bases {
+		for _, ref := range refs {
+			if checkFastResolve(t, base, ref) {
+				taken++
+			}
+		}
+	}
+	if taken == 0 {
+		t.Fatal("the fast path resolved none of the links")
+	}
+	t.Logf("fast path resolved %d of %d links", taken, len(bases)*len(refs))
+}
+
+func FuzzFastResolve(f *testing.F) {
+	f.Add("http://example.com/a/b", "/p/2?x#y")
+	f.Add("https://127.0.0.1:8443/", "http://a.test:8080/q")
+	f.Fuzz(func(t *testing.T, base, ref string) { checkFastResolve(t, base, ref) })
 }
