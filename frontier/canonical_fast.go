@@ -13,7 +13,7 @@ import "strings"
 // two to the same answers.
 func fastCanonical(raw string) (canonical, host string, ok bool) {
 	u, ok := fastParse(raw)
-	if !ok {
+	if !ok || !u.fits() {
 		return "", "", false
 	}
 	return u.canonical(), u.host, true
@@ -43,6 +43,10 @@ func (u plainURL) canonical() string {
 	}
 	return u.origin + u.path
 }
+
+// fits reports whether both forms stay within MaxURLLength: an empty path
+// becomes "/", so they can be a byte longer than the URL as written.
+func (u plainURL) fits() bool { return len(u.href()) <= MaxURLLength }
 
 // fastParse cuts an absolute plain URL into its parts.
 func fastParse(raw string) (plainURL, bool) {
@@ -106,12 +110,15 @@ func fastResolve(base *plainURL, ref string) (plainURL, bool) {
 	if len(ref) > MaxURLLength {
 		return plainURL{}, false
 	}
+	var u plainURL
+	var ok bool
 	if base != nil && strings.HasPrefix(ref, "/") && !strings.HasPrefix(ref, "//") {
-		u, ok := fastRest(ref)
+		u, ok = fastRest(ref)
 		u.origin, u.host = base.origin, base.host
-		return u, ok && len(u.href()) <= MaxURLLength
+	} else {
+		u, ok = fastParse(ref)
 	}
-	return fastParse(ref)
+	return u, ok && u.fits()
 }
 
 // plainHost accepts lower-case host names whose labels are letters, digits

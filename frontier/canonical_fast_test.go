@@ -226,3 +226,16 @@ func FuzzFastResolve(f *testing.F) {
 	f.Add("https://127.0.0.1:8443/", "http://a.test:8080/q")
 	f.Fuzz(func(t *testing.T, base, ref string) { checkFastResolve(t, base, ref) })
 }
+
+// At the length limit: a URL without a path gains a "/", which can take it
+// one byte past MaxURLLength, and the parser then rejects it.
+func TestFastPathsAtTheLengthLimit(t *testing.T) {
+	for _, pad := range []int{-2, -1, 0, 1} {
+		prefix := "http://example.com?q="
+		raw := prefix + strings.Repeat("a", MaxURLLength-len(prefix)+pad)
+		checkFastCanonical(t, raw)
+		checkFastResolve(t, "http://example.com/a", raw)
+		rooted := "/?q=" + strings.Repeat("a", MaxURLLength-len("http://example.com/?q=")+pad)
+		checkFastResolve(t, "http://example.com/a", rooted)
+	}
+}
