@@ -1,6 +1,9 @@
 package frontier
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // fastCanonical canonicalizes the common plain URL without the WHATWG
 // parser, which costs about 4 µs a URL and is most of the time spent on a
@@ -157,36 +160,30 @@ func isDottedQuad(h string) bool {
 		return false
 	}
 	for _, p := range parts {
-		if p == "" || len(p) > 3 || len(p) > 1 && p[0] == '0' {
-			return false
-		}
-		n := 0
-		for i := 0; i < len(p); i++ {
-			if p[i] < '0' || p[i] > '9' {
-				return false
-			}
-			n = n*10 + int(p[i]-'0')
-		}
-		if n > 255 {
+		if !plainDecimal(p, 255) {
 			return false
 		}
 	}
 	return true
 }
 
-// plainPort accepts 1-5 digits without a leading zero, at most 65535.
-func plainPort(p string) bool {
-	if p == "" || len(p) > 5 || p[0] == '0' {
+// plainPort accepts a port number without a leading zero, at most 65535.
+func plainPort(p string) bool { return plainDecimal(p, 65535) }
+
+// plainDecimal reports whether s is a decimal number from 0 to limit,
+// written as the parser writes numbers: no sign, no leading zero.
+func plainDecimal(s string, limit int) bool {
+	if s == "" || len(s) > len(strconv.Itoa(limit)) || len(s) > 1 && s[0] == '0' {
 		return false
 	}
 	n := 0
-	for i := 0; i < len(p); i++ {
-		if p[i] < '0' || p[i] > '9' {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
 			return false
 		}
-		n = n*10 + int(p[i]-'0')
+		n = n*10 + int(s[i]-'0')
 	}
-	return n <= 65535
+	return n <= limit
 }
 
 // plainPath accepts "" or "/..." of characters outside the parser's path

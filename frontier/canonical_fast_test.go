@@ -61,6 +61,46 @@ func (p pieces) draw(t *rapid.T, label string) string {
 	return rapid.SampledFrom(p.plain).Draw(t, label)
 }
 
+// asSegment turns path segments into slot values: "/" and the segment,
+// or nothing at all.
+func (p pieces) asSegment() pieces {
+	out := pieces{plain: []string{""}}
+	for _, s := range p.plain {
+		out.plain = append(out.plain, "/"+s)
+	}
+	for _, s := range p.edge {
+		out.edge = append(out.edge, "/"+s)
+	}
+	return out
+}
+
+// combinations is every string made of one value per slot, all plain, and
+// then every one with a single slot taking an edge value while the others
+// take one of their first two plain values.
+func combinations(slots []pieces) []string {
+	var out []string
+	var walk func(i int, prefix string, choices func(i int) []string)
+	walk = func(i int, prefix string, choices func(i int) []string) {
+		if i == len(slots) {
+			out = append(out, prefix)
+			return
+		}
+		for _, c := range choices(i) {
+			walk(i+1, prefix+c, choices)
+		}
+	}
+	walk(0, "", func(i int) []string { return slots[i].plain })
+	for edge := range slots {
+		walk(0, "", func(i int) []string {
+			if i == edge {
+				return slots[i].edge
+			}
+			return slots[i].plain[:min(2, len(slots[i].plain))]
+		})
+	}
+	return out
+}
+
 func TestFastCanonicalAgreesWithParser(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		var b strings.Builder
@@ -82,38 +122,12 @@ func TestFastCanonicalAgreesWithParser(t *testing.T) {
 // as above, done exhaustively so a wrong case cannot hide behind the
 // sampling.
 func TestFastCanonicalExhaustive(t *testing.T) {
-	seg := func(p pieces) pieces {
-		out := pieces{plain: []string{""}}
-		for _, s := range p.plain {
-			out.plain = append(out.plain, "/"+s)
-		}
-		for _, s := range p.edge {
-			out.edge = append(out.edge, "/"+s)
-		}
-		return out
-	}
-	slots := []pieces{schemes, hostsGen, ports, seg(segments), seg(segments), queries, frags}
+	slots := []pieces{schemes, hostsGen, ports, segments.asSegment(), segments.asSegment(), queries, frags}
 	taken := 0
-	var walk func(i int, prefix string, choices func(i int) []string)
-	walk = func(i int, prefix string, choices func(i int) []string) {
-		if i == len(slots) {
-			if checkFastCanonical(t, prefix) {
-				taken++
-			}
-			return
+	for _, raw := range combinations(slots) {
+		if checkFastCanonical(t, raw) {
+			taken++
 		}
-		for _, c := range choices(i) {
-			walk(i+1, prefix+c, choices)
-		}
-	}
-	walk(0, "", func(i int) []string { return slots[i].plain })
-	for edge := range slots {
-		walk(0, "", func(i int) []string {
-			if i == edge {
-				return slots[i].edge
-			}
-			return slots[i].plain[:min(2, len(slots[i].plain))]
-		})
 	}
 	if taken == 0 {
 		t.Fatal("the fast path took none of the plain URLs")
@@ -173,37 +187,7 @@ func checkFastResolve(t interface {
 func TestFastResolveAgreesWithParser(t *testing.T) {
 	bases := []string{"http://example.com/a/b?q=1#f", "https://127.0.0.1:8443/", "http://example.com",
 		"http://Example.com/a/", "http://example.com/%41/", "http://example.com:80/x/y", "http://a.b-c.d/x/./y"}
-	seg := func(p pieces) pieces {
-		out := pieces{plain: []string{""}}
-		for _, s := range p.plain {
-			out.plain = append(out.plain, "/"+s)
-		}
-		for _, s := range p.edge {
-			out.edge = append(out.edge, "/"+s)
-		}
-		return out
-	}
-	var refs []string
-	var walk func(i int, prefix string, slots []pieces, choices func(i int) []string)
-	walk = func(i int, prefix string, slots []pieces, choices func(i int) []string) {
-		if i == len(slots) {
-			refs = append(refs, prefix)
-			return
-		}
-		for _, c := range choices(i) {
-			walk(i+1, prefix+c, slots, choices)
-		}
-	}
-	rooted := []pieces{seg(segments), seg(segments), queries, frags}
-	walk(0, "", rooted, func(i int) []string { return rooted[i].plain })
-	for edge := range rooted {
-		walk(0, "", rooted, func(i int) []string {
-			if i == edge {
-				return rooted[i].edge
-			}
-			return rooted[i].plain[:min(2, len(rooted[i].plain))]
-		})
-	}
+	refs := combinations([]pieces{segments.asSegment(), segments.asSegment(), queries, frags})
 	refs = append(refs, "//example.com/x", "//other.test/y?z", "p", "p/q", "./p", "../p", "?q=1", "?", "#f", "",
 		".", "..", "/", "//", "///x", "\\p", "/\\p", " /p", "/p ", "mailto:a@b.c", "javascript:x", "HTTP://example.com/",
 		"http://example.com", "https://other.test:8443/x?y#z", "http://a.com:80/p", "http:/p", "http:p")
