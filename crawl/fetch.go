@@ -160,9 +160,7 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) *Response {
 func (f *Fetcher) CloseIdle() { f.transport.CloseIdleConnections() }
 
 // Close releases idle connections. In-flight fetches are not interrupted.
-func (f *Fetcher) Close() {
-	f.transport.CloseIdleConnections()
-}
+func (f *Fetcher) Close() { f.CloseIdle() }
 
 func (f *Fetcher) now() time.Time {
 	if f.Now == nil {

@@ -24,8 +24,7 @@ type hostQueue struct {
 	backlog    int            // committed URLs in the file not in buf
 	loadedSeq  uint64         // highest Seq ever put in buf
 	active     bool           // its URLs are loaded into buf as it drains
-	inDormant  bool           // waiting in Frontier.dormant
-	dormantIdx int            // its index there
+	dormantIdx int            // in Frontier.dormant; -1 when absent
 	dormantSeq uint64         // when it was put there: ties wake oldest first
 	activating bool           // its first load since activation is pending
 	loading    bool
@@ -52,7 +51,7 @@ func (h *hostQueue) forgettable(now time.Time) bool {
 func (f *Frontier) host(name string) *hostQueue {
 	h := f.hosts[name]
 	if h == nil {
-		h = &hostQueue{name: name, index: -1, loadedSeq: f.announcedSeq}
+		h = &hostQueue{name: name, index: -1, dormantIdx: -1, loadedSeq: f.announcedSeq}
 		f.hosts[name] = h
 	}
 	return h
@@ -168,7 +167,7 @@ func (f *Frontier) addedLocked(items []storage.Item) {
 // dormantLocked puts a host with URLs only in the file in line for
 // activation, or updates its place after its backlog changed.
 func (f *Frontier) dormantLocked(h *hostQueue) {
-	if h.inDormant {
+	if h.dormantIdx >= 0 {
 		heap.Fix(&f.dormant, h.dormantIdx)
 		return
 	}
@@ -262,14 +261,14 @@ func (q dormantHeap) Swap(i, j int) {
 }
 func (q *dormantHeap) Push(x any) {
 	h := x.(*hostQueue)
-	h.dormantIdx, h.inDormant = len(*q), true
+	h.dormantIdx = len(*q)
 	*q = append(*q, h)
 }
 func (q *dormantHeap) Pop() any {
 	old := *q
 	h := old[len(old)-1]
 	old[len(old)-1] = nil
-	h.inDormant = false
+	h.dormantIdx = -1
 	*q = old[:len(old)-1]
 	return h
 }

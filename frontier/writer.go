@@ -286,7 +286,7 @@ func (f *Frontier) committed(c *storage.Committed) {
 			}
 			h.buf = slices.DeleteFunc(h.buf, func(it storage.Item) bool { return slices.Contains(failed, it.Seq) })
 			h.backlog = 0
-			if h.inDormant {
+			if h.dormantIdx >= 0 {
 				heap.Remove(&f.dormant, h.dormantIdx)
 			}
 			f.updateLocked(h)

@@ -185,9 +185,9 @@ func newBatchWriter(tx *bolt.Tx, out *Committed, seen *seenSet, adds int) *batch
 		results: tx.Bucket(bucketResults), hosts: tx.Bucket(bucketHosts), meta: tx.Bucket(bucketMeta),
 		hostDelta: make(map[string]*HostCounts),
 	}
-	// These buckets only grow at their end (each host's end, for the
-	// queue): full pages on a split, instead of bbolt's default half-full
-	// ones, halve the pages they take.
+	// These buckets, and each host's queue (see hostQueue), only grow at
+	// their end: full pages on a split, instead of bbolt's default
+	// half-full ones, halve the pages they take.
 	w.seen.FillPercent, w.results.FillPercent = appendFill, appendFill
 	w.expectAdds(adds)
 	return w

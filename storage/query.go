@@ -9,7 +9,7 @@ import (
 
 // LoadQueued returns up to limit queued items of host with Seq > afterSeq, in FIFO order.
 func (db *DB) LoadQueued(host string, afterSeq uint64, limit int) ([]Item, error) {
-	var items []Item
+	items := make([]Item, 0, min(limit, 256)) // callers refill a few at a time; tests ask for all
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		hq := tx.Bucket(bucketQueue).Bucket([]byte(host))
 		if hq == nil {

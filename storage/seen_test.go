@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"pgregory.net/rapid"
@@ -271,12 +270,7 @@ func TestFailedCommitLeavesSeenSet(t *testing.T) {
 // damageSeenLog writes one raw entry into the seen log of a closed file.
 func damageSeenLog(t *testing.T, path string, v []byte) {
 	t.Helper()
-	bdb, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bdb.Close()
-	err = bdb.Update(func(tx *bolt.Tx) error {
+	updateBolt(t, path, func(tx *bolt.Tx) error {
 		bk := tx.Bucket(bucketSeen)
 		seq, err := bk.NextSequence()
 		if err != nil {
@@ -284,9 +278,6 @@ func damageSeenLog(t *testing.T, path string, v []byte) {
 		}
 		return bk.Put(u64(seq), v)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestOpenRejectsDamagedSeenLog(t *testing.T) {

@@ -54,15 +54,24 @@ func checkLayout(t *testing.T, db *DB) {
 	}
 }
 
-// writeBolt creates a bbolt file at path holding the given bucket -> key -> value.
-func writeBolt(t *testing.T, path string, content map[string]map[string][]byte) {
+// updateBolt runs fn in one raw bbolt transaction on the file at path,
+// bypassing Open's checks: how tests write what Breakwater never would.
+func updateBolt(t *testing.T, path string, fn func(*bolt.Tx) error) {
 	t.Helper()
 	bdb, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer bdb.Close()
-	err = bdb.Update(func(tx *bolt.Tx) error {
+	if err := bdb.Update(fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeBolt creates a bbolt file at path holding the given bucket -> key -> value.
+func writeBolt(t *testing.T, path string, content map[string]map[string][]byte) {
+	t.Helper()
+	updateBolt(t, path, func(tx *bolt.Tx) error {
 		for name, kv := range content {
 			bk, err := tx.CreateBucket([]byte(name))
 			if err != nil {
@@ -76,9 +85,6 @@ func writeBolt(t *testing.T, path string, content map[string]map[string][]byte) 
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func schemaBytes(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
