@@ -25,8 +25,9 @@ func activeHosts(f *Frontier) (hosts, buffered int) {
 }
 
 // A queue of many hosts, crawled one URL at a time with no politeness wait,
-// never needs more than one host loaded at once: what the scheduler holds
-// must not grow with the hosts in the file. Reopening the file must not load
+// needs one host loaded at a time, and a second once the first has dwindled
+// to less than half the next one's size (see wakeLongestLocked): what the
+// scheduler holds must not grow with the hosts in the file. Reopening the file must not load
 // them all either. Every URL is still leased, each exactly once.
 func TestDormantHostsAreNotLoaded(t *testing.T) {
 	const hosts, perHost = 50, 20
@@ -49,9 +50,9 @@ func TestDormantHostsAreNotLoaded(t *testing.T) {
 			got = append(got, l.Item.URL)
 			complete(t, h.f, l)
 			synctest.Wait()
-			if n, buffered := activeHosts(h.f); n > 1 || buffered > h.f.opts.Buffer {
-				t.Fatalf("after %d leases: %d hosts loaded, %d URLs in memory; want at most 1 and %d",
-					len(got), n, buffered, h.f.opts.Buffer)
+			if n, buffered := activeHosts(h.f); n > 2 || buffered > 2*h.f.opts.Buffer {
+				t.Fatalf("after %d leases: %d hosts loaded, %d URLs in memory; want at most 2 and %d",
+					len(got), n, buffered, 2*h.f.opts.Buffer)
 			}
 		}
 		wantExhausted(t, h.f)
@@ -165,4 +166,49 @@ func TestBiggestDormantHostWakesFirst(t *testing.T) {
 			t.Fatalf("hosts woken in order %v, want %v", order, want)
 		}
 	})
+}
+
+// A dormant host with more than twice the URLs of every active host is woken
+// while the workers still have ready hosts: it is the crawl's longest job.
+// One that is not that much bigger waits until a worker finds nothing ready.
+func TestMuchBiggerDormantHostWakesWhileOthersAreReady(t *testing.T) {
+	bubble(t, Options{}, func(t *testing.T, h *harness) {
+		h.add(pages("small.test", 6)...)
+		synctest.Wait()
+		complete(t, h.f, mustLease(t, h.f)) // small.test wakes: 5 left
+		h.add(pages("twice.test", 12)...)   // not more than twice 5, by class
+		synctest.Wait()
+		wantLoaded := func(when string, want ...string) {
+			t.Helper()
+			synctest.Wait()
+			if loaded := loadedHosts(h.f); !slices.Equal(loaded, want) {
+				t.Fatalf("loaded %v %s, want %v", loaded, when, want)
+			}
+		}
+		l := mustLease(t, h.f)
+		if l.Item.Host != "small.test" {
+			t.Fatalf("lease from %s, want small.test, ready and loaded", l.Item.Host)
+		}
+		complete(t, h.f, l)
+		wantLoaded("after a lease with twice.test dormant", "small.test")
+		h.add(pages("big.test", 40)...)
+		synctest.Wait()
+		wantLoaded("before the next lease", "small.test")
+		complete(t, h.f, mustLease(t, h.f))
+		wantLoaded("after a lease with big.test dormant", "big.test", "small.test")
+	})
+}
+
+// loadedHosts lists the active hosts with URLs in memory, sorted.
+func loadedHosts(f *Frontier) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for name, h := range f.hosts {
+		if h.active && len(h.buf) > 0 {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/bits"
 	"sync"
 	"time"
 
@@ -94,6 +95,9 @@ type Frontier struct {
 	dormant    dormantHeap
 	dormantSeq uint64
 	activating int
+	// activeSizes counts active hosts with URLs queued by the size class
+	// of their queues (index 0 unused), for wakeLongestLocked.
+	activeSizes [bits.UintSize + 1]int
 	// announcedSeq is the highest Seq addedLocked has taken. Every queue
 	// entry at or below it was known to some hostQueue, so a host created
 	// later loads only above it (see host).
@@ -196,7 +200,9 @@ func (f *Frontier) tryNext() (*Lease, time.Duration, <-chan struct{}, error) {
 	}
 	now := f.opts.Now()
 	if h := f.ready.peek(); h != nil && !h.readyAt.After(now) {
-		return f.leaseLocked(h), 0, nil, nil
+		l := f.leaseLocked(h)
+		f.wakeLongestLocked()
+		return l, 0, nil, nil
 	}
 	if f.idleLocked() {
 		return nil, 0, nil, ErrExhausted

@@ -637,6 +637,22 @@ func (p *property) check(rt *rapid.T) {
 	if got := p.h.f.InFlight(); got != len(p.m.leases) {
 		rt.Fatalf("InFlight = %d, want %d", got, len(p.m.leases))
 	}
+	if got, want := activeSizesCounted(p.h.f); got != want {
+		rt.Fatalf("activeSizes %v, want %v recounted from the hosts", got, want)
+	}
+}
+
+// activeSizesCounted returns the frontier's running count of active hosts by
+// size class, and the same count recomputed from its hosts.
+func activeSizesCounted(f *Frontier) (got, want [len(Frontier{}.activeSizes)]int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, h := range f.hosts {
+		if c := sizeClass(h.queued()); h.active && c > 0 {
+			want[c]++
+		}
+	}
+	return f.activeSizes, want
 }
 
 // drain ends the leases still out and fetches everything left.

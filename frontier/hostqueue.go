@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"container/heap"
+	"math/bits"
 	"time"
 
 	"breakwater/storage"
@@ -16,8 +17,10 @@ import (
 // hosts the workers need to stay busy, not with every host in the queue.
 // The dormant host with the most URLs is woken first: a host's URLs are
 // fetched at its own polite pace, so the biggest ones bound the crawl's
-// length and should start early (longest job first). A host that can only
-// fail, linked from many pages, is among them and is found out early.
+// length and should start early (longest job first). For the same reason a
+// dormant host with more than twice the URLs of every active host is woken
+// at once, even while workers are busy (see wakeLongestLocked). A host that
+// can only fail, linked from many pages, is among them and is found out early.
 type hostQueue struct {
 	name       string
 	buf        []storage.Item // next URLs in FIFO order
@@ -27,6 +30,7 @@ type hostQueue struct {
 	dormantIdx int            // in Frontier.dormant; -1 when absent
 	dormantSeq uint64         // when it was put there: ties wake oldest first
 	activating bool           // its first load since activation is pending
+	sizeClass  int            // its count in Frontier.activeSizes; 0: none
 	loading    bool
 	inflight   int
 	leased     []uint64 // Seq of each lease in flight
@@ -67,6 +71,7 @@ func (f *Frontier) eligible(h *hostQueue) bool {
 // straight into the buffer of an active host, where a forgotten one would
 // come back dormant and wait to be loaded from the file.
 func (f *Frontier) updateLocked(h *hostQueue) {
+	f.resizeLocked(h)
 	switch {
 	case f.eligible(h) && h.index < 0:
 		heap.Push(&f.ready, h)
@@ -195,6 +200,7 @@ func (f *Frontier) activateLocked() {
 			continue // forgotten, failed or held since it was put in line
 		}
 		h.active = true
+		f.resizeLocked(h)
 		f.refillLocked(h)
 		if h.loading {
 			h.activating = true
@@ -204,13 +210,52 @@ func (f *Frontier) activateLocked() {
 	}
 }
 
+// sizeClass is n's power-of-two class: 0 for 0, then 1, 2-3, 4-7, ...
+func sizeClass(n int) int { return bits.Len(uint(max(n, 0))) }
+
+// resizeLocked keeps h counted in activeSizes under its current class.
+func (f *Frontier) resizeLocked(h *hostQueue) {
+	c := 0
+	if h.active {
+		c = sizeClass(h.queued())
+	}
+	if c == h.sizeClass {
+		return
+	}
+	if h.sizeClass > 0 {
+		f.activeSizes[h.sizeClass]--
+	}
+	if c > 0 {
+		f.activeSizes[c]++
+	}
+	h.sizeClass = c
+}
+
+// wakeLongestLocked wakes the dormant host with the most URLs when it has
+// more than twice as many as any active host, by size class: it is the
+// crawl's longest job, and waiting until a worker finds nothing else ready
+// would start it last. Active hosts are rarely that much smaller than a
+// dormant one (they were woken biggest first), so this wakes few hosts: a
+// host that many pages link to, or the next one as the active ones drain.
+func (f *Frontier) wakeLongestLocked() {
+	if len(f.dormant) == 0 {
+		return
+	}
+	for c := max(sizeClass(f.dormant[0].backlog)-1, 1); c < len(f.activeSizes); c++ {
+		if f.activeSizes[c] > 0 {
+			return
+		}
+	}
+	f.activateLocked()
+}
+
 // pruneLocked forgets hosts with nothing queued whose politeness wait has
 // passed; until then an empty host keeps its readyAt so a URL found later
 // still waits for it.
 func (f *Frontier) pruneLocked(now time.Time) {
 	for name, h := range f.hosts {
 		if h.forgettable(now) {
-			delete(f.hosts, name)
+			delete(f.hosts, name) // nothing queued: not in activeSizes
 		}
 	}
 }
