@@ -51,6 +51,13 @@ type settings struct {
 	Scope     string   `json:"scope"`
 }
 
+// idleConnsFor sizes the fetcher's idle pool. Workers that find a loaded
+// host busy wake another, so the hosts in rotation grow with the workers:
+// several hundred for 64 workers on a crawl that starts from many roots.
+// An idle connection costs about 20 KB; a redial, a round trip and on
+// https a handshake.
+func idleConnsFor(workers int) int { return max(DefaultFetchIdleConns, 16*workers) }
+
 // New prepares a crawl over db: it validates opts, loads what the file
 // knows (seeds, breaker state) and opens the frontier. Run must follow.
 func New(opts Options, db *storage.DB) (*Engine, error) {
@@ -91,7 +98,7 @@ func New(opts Options, db *storage.DB) (*Engine, error) {
 	e.front = front
 	e.fetcher = NewFetcher(FetchOptions{UserAgent: opts.UserAgent, Timeout: opts.Timeout,
 		ConnectTimeout: opts.ConnectTimeout, MaxBody: opts.MaxBody, AllowPrivate: opts.AllowPrivate,
-		MaxConnsPerHost: opts.HostConcurrency})
+		MaxConnsPerHost: opts.HostConcurrency, IdleConns: idleConnsFor(opts.Workers)})
 	return e, nil
 }
 

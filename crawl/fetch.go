@@ -41,7 +41,17 @@ type FetchOptions struct {
 	// MaxConnsPerHost caps connections per host:port; 0 means no cap (the
 	// politeness layer already bounds concurrency per host).
 	MaxConnsPerHost int
+	// IdleConns caps the idle connections kept for reuse, all hosts
+	// together; 0 means DefaultFetchIdleConns. The scheduler takes each
+	// host in turn, so a pool smaller than the hosts in rotation evicts
+	// every connection before its host comes round again, and each
+	// request dials anew (a TLS handshake on https).
+	IdleConns int
 }
+
+// DefaultFetchIdleConns is the idle pool of a Fetcher whose options leave
+// IdleConns unset.
+const DefaultFetchIdleConns = 256
 
 func (o FetchOptions) withDefaults() FetchOptions {
 	if o.UserAgent == "" {
@@ -55,6 +65,9 @@ func (o FetchOptions) withDefaults() FetchOptions {
 	}
 	if o.MaxBody <= 0 {
 		o.MaxBody = DefaultFetchMaxBody
+	}
+	if o.IdleConns <= 0 {
+		o.IdleConns = DefaultFetchIdleConns
 	}
 	return o
 }
@@ -94,7 +107,7 @@ func NewFetcher(o FetchOptions) *Fetcher {
 		Proxy:                  nil, // a proxy would make the dial-time address check meaningless
 		DialContext:            NewSafeDialer(o.ConnectTimeout, o.AllowPrivate).DialContext,
 		ForceAttemptHTTP2:      true,
-		MaxIdleConns:           256,
+		MaxIdleConns:           o.IdleConns,
 		MaxIdleConnsPerHost:    idleConnsPerHost(o.MaxConnsPerHost),
 		MaxConnsPerHost:        o.MaxConnsPerHost,
 		IdleConnTimeout:        90 * time.Second,

@@ -418,6 +418,48 @@ func TestFetchReusesConnections(t *testing.T) {
 	}
 }
 
+// The scheduler takes hosts in turn, so the idle pool must hold a connection
+// for every host in rotation: one too small evicts each connection before
+// its host comes round again, and every request redials.
+func TestFetchIdlePoolCoversHostsInRotation(t *testing.T) {
+	t.Parallel()
+	const hosts = 300
+	var dials atomic.Int32
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }),
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				dials.Add(1)
+			}
+		}}
+	t.Cleanup(func() { srv.Close() })
+	urls := make([]string, hosts)
+	for i := range urls {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go srv.Serve(ln)
+		urls[i] = "http://" + ln.Addr().String() + "/"
+	}
+	for _, tc := range []struct{ idle, wantDials int }{{hosts, hosts}, {hosts / 2, 2 * hosts}} {
+		opts := testFetchOptions()
+		opts.IdleConns = tc.idle
+		f := newTestFetcher(t, opts)
+		dials.Store(0)
+		for pass := range 2 {
+			for _, u := range urls {
+				if r := f.Fetch(context.Background(), u); r.Err != nil {
+					t.Fatalf("pass %d, %s: %v", pass, u, r.Err)
+				}
+			}
+		}
+		if n := dials.Load(); int(n) != tc.wantDials {
+			t.Errorf("IdleConns %d: two rounds over %d hosts opened %d connections, want %d", tc.idle, hosts, n, tc.wantDials)
+		}
+		f.CloseIdle()
+	}
+}
+
 // Not parallel: goleak compares whole-process goroutines.
 func TestFetcherCloseLeavesNoGoroutines(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
