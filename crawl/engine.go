@@ -54,8 +54,9 @@ type settings struct {
 // idleConnsFor sizes the fetcher's idle pool. Workers that find a loaded
 // host busy wake another, so the hosts in rotation grow with the workers:
 // several hundred for 64 workers on a crawl that starts from many roots.
-// An idle connection costs about 20 KB; a redial, a round trip and on
-// https a handshake.
+// An idle connection costs about 20 KB, and the idle timeout lets go of
+// those of hosts the crawl has moved on from; a redial costs a round trip,
+// on https a handshake.
 func idleConnsFor(workers int) int { return max(DefaultFetchIdleConns, 16*workers) }
 
 // New prepares a crawl over db: it validates opts, loads what the file

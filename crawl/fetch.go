@@ -47,11 +47,18 @@ type FetchOptions struct {
 	// every connection before its host comes round again, and each
 	// request dials anew (a TLS handshake on https).
 	IdleConns int
+	// IdleTimeout closes a connection idle that long; 0 means
+	// DefaultFetchIdleTimeout. A host in rotation is asked again within
+	// its politeness delay; the connections of hosts the crawl is done
+	// with should not hold memory until the pool is full.
+	IdleTimeout time.Duration
 }
 
-// DefaultFetchIdleConns is the idle pool of a Fetcher whose options leave
-// IdleConns unset.
-const DefaultFetchIdleConns = 256
+// Idle pool defaults of a Fetcher whose options leave them unset.
+const (
+	DefaultFetchIdleConns   = 256
+	DefaultFetchIdleTimeout = 5 * time.Second
+)
 
 func (o FetchOptions) withDefaults() FetchOptions {
 	if o.UserAgent == "" {
@@ -68,6 +75,9 @@ func (o FetchOptions) withDefaults() FetchOptions {
 	}
 	if o.IdleConns <= 0 {
 		o.IdleConns = DefaultFetchIdleConns
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultFetchIdleTimeout
 	}
 	return o
 }
@@ -110,7 +120,7 @@ func NewFetcher(o FetchOptions) *Fetcher {
 		MaxIdleConns:           o.IdleConns,
 		MaxIdleConnsPerHost:    idleConnsPerHost(o.MaxConnsPerHost),
 		MaxConnsPerHost:        o.MaxConnsPerHost,
-		IdleConnTimeout:        90 * time.Second,
+		IdleConnTimeout:        o.IdleTimeout,
 		TLSHandshakeTimeout:    o.ConnectTimeout,
 		ResponseHeaderTimeout:  o.Timeout,
 		MaxResponseHeaderBytes: maxResponseHeaderBytes,

@@ -460,6 +460,33 @@ func TestFetchIdlePoolCoversHostsInRotation(t *testing.T) {
 	}
 }
 
+// A connection idle longer than IdleTimeout is closed: the next request to
+// its host dials anew. One used again sooner is reused.
+func TestFetchIdleTimeoutClosesConnections(t *testing.T) {
+	t.Parallel()
+	var dials atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			dials.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	opts := testFetchOptions()
+	opts.IdleTimeout = 200 * time.Millisecond
+	f := newTestFetcher(t, opts)
+	for i, pause := range []time.Duration{0, 20 * time.Millisecond, 600 * time.Millisecond} {
+		time.Sleep(pause)
+		if r := f.Fetch(context.Background(), srv.URL); r.Err != nil {
+			t.Fatalf("fetch %d: %v", i, r.Err)
+		}
+	}
+	if n := dials.Load(); n != 2 {
+		t.Errorf("fetches 20 ms and 600 ms apart with a 200 ms idle timeout opened %d connections, want 2", n)
+	}
+}
+
 // Not parallel: goleak compares whole-process goroutines.
 func TestFetcherCloseLeavesNoGoroutines(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
