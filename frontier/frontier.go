@@ -25,9 +25,10 @@ type Options struct {
 	HostConcurrency int
 	// Buffer is how many queued URLs per host are kept in memory. Default 16.
 	Buffer int
-	// MaxBatch caps the operations in one commit. Default 16384: a commit
-	// dirties about one queue page per host it touches, so bigger batches
-	// spread that cost over more URLs.
+	// MaxBatch caps the operations in one commit. Default 32768, as many
+	// as the writer lets wait: a commit rewrites, for every host it
+	// touches, the last page of its queue and the root above it (one
+	// pwrite each), so bigger batches spread that cost over more URLs.
 	MaxBatch int
 	// CommitEvery is the shortest time between two commits while operations
 	// keep arriving. Default 100ms; negative commits as soon as possible.
@@ -48,7 +49,7 @@ func (o Options) withDefaults() Options {
 		o.Buffer = 16
 	}
 	if o.MaxBatch <= 0 {
-		o.MaxBatch = 16384
+		o.MaxBatch = 32768
 	}
 	if o.CommitEvery == 0 {
 		o.CommitEvery = 100 * time.Millisecond
