@@ -19,8 +19,10 @@
 //
 // Dormant hosts: a host's URLs are read from the file only once a worker
 // finds no loaded host ready (all busy, or waiting out their delays); the
-// host with the most URLs queued is loaded first, a few at a time. A loaded
-// host stays loaded until it has nothing left at the periodic prune. So the hosts
+// host with the most URLs queued is loaded first, a few at a time. One with
+// more than twice the URLs of every loaded host is loaded at once, busy
+// workers or not: it is the crawl's longest job. A loaded host stays loaded
+// until it has nothing left at the periodic prune. So the hosts
 // loaded, and the file pages read for them, grow with what keeps the workers
 // busy, not with the hosts queued: a million URLs over a thousand hosts,
 // crawled without delays by 64 workers, loads a few dozen hosts at a time.
