@@ -126,6 +126,11 @@ func checkDead(t *testing.T, d *DeadResult) {
 	if on.LiveDone <= 0 || on.LiveDone > on.Wall {
 		t.Errorf("breaker on: live pages done at %s of a %s crawl; want within it", on.LiveDone, on.Wall)
 	}
+	if !(0 < on.DeadFirstTried && on.DeadFirstTried < on.DeadOpened && on.DeadOpened < on.DeadGivenUp && on.DeadGivenUp <= on.Wall) ||
+		on.DeadGivenUp-on.DeadOpened < d.GiveUpAfter {
+		t.Errorf("breaker on: dead host first tried %s, opened %s, given up %s of a %s crawl; want in that order, given up %s after opening",
+			on.DeadFirstTried, on.DeadOpened, on.DeadGivenUp, on.Wall, d.GiveUpAfter)
+	}
 	if on.DeadResults["host-down"] == 0 || on.DeadWorkerSeconds <= 0 {
 		t.Errorf("breaker on dead results = %v, %.2fs; want host-down URLs and some worker time", on.DeadResults, on.DeadWorkerSeconds)
 	}

@@ -2,8 +2,11 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 
+	"breakwater/crawl"
 	"breakwater/demosite"
 	"breakwater/frontier"
 	"breakwater/storage"
@@ -36,6 +39,13 @@ type DeadRun struct {
 	DeadRecordedSeconds float64          `json:"dead_recorded_seconds"`
 	DeadResults         map[string]int64 `json:"dead_results"` // dead-host results by error class
 	DeadLeft            int64            `json:"dead_left"`    // dead-host URLs still queued or deferred at the end
+	// The dead host's timeline from the crawl's start: its first request,
+	// its circuit's first opening, and the last of its URLs recorded as
+	// host-down. Zero for what did not happen.
+	DeadFirstTried  time.Duration `json:"dead_first_tried_ns"`
+	DeadOpened      time.Duration `json:"dead_opened_ns"`
+	DeadGivenUp     time.Duration `json:"dead_given_up_ns"`
+	opened, givenUp time.Time     // read from the file, made relative in deadRun
 }
 
 // DeadResult is the dead-host section: the same crawl without the dead
@@ -154,6 +164,10 @@ func (r *runner) deadRun(ctx context.Context, name string, deadURLs int, breaker
 	out.Fetched, out.Failed = run.sum.Counts.Fetched, run.sum.Counts.Failed
 	out.Traffic = trafficSince(site, nil)
 	out.LiveDone = lastLiveRequest(site).Sub(start)
+	if times := deadTimes(site, nil); len(times) > 0 {
+		out.DeadFirstTried = times[0].Sub(start)
+	}
+	out.DeadOpened, out.DeadGivenUp = sinceOrZero(out.opened, start), sinceOrZero(out.givenUp, start)
 	out.DeadMaxPerRest = maxInWindow(deadTimes(site, nil), cfg.Breaker.Rest)
 	if err := site.Close(); err != nil { // and so every held connection is counted
 		return nil, err
@@ -206,7 +220,15 @@ func deadHostKey(site *demosite.Site) string {
 	return ""
 }
 
-// inspectDead reads the dead host's results and leftovers from the file.
+func sinceOrZero(t, start time.Time) time.Duration {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Sub(start)
+}
+
+// inspectDead reads the dead host's results, transitions and leftovers
+// from the file.
 func inspectDead(db *storage.DB, host string, out *DeadRun) error {
 	if host == "" {
 		return nil
@@ -217,6 +239,22 @@ func inspectDead(db *storage.DB, host string, out *DeadRun) error {
 		}
 		out.DeadRecordedSeconds += float64(res.DurationMS) / 1000
 		out.DeadResults[res.ErrorClass]++
+		if res.ErrorClass == "host-down" && res.FetchedAt.After(out.givenUp) {
+			out.givenUp = res.FetchedAt
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = db.ForEachTransition(func(data []byte) error {
+		var t crawl.TransitionRecord
+		if err := json.Unmarshal(data, &t); err != nil {
+			return fmt.Errorf("decode transition: %w", err)
+		}
+		if t.Host == host && t.To == "open" && out.opened.IsZero() {
+			out.opened = t.At
+		}
 		return nil
 	})
 	if err != nil {

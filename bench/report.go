@@ -136,6 +136,10 @@ func (d *DeadResult) runRows(run *DeadRun) []Row {
 		rows = append(rows, Row{"dead", label + ": live pages all fetched at (ratio to no dead host)",
 			fmt.Sprintf("%s (%.2fx)", secs(run.LiveDone), d.LiveRatio(run)), "", ""})
 	}
+	if run.Breaker && run.DeadFirstTried > 0 {
+		rows = append(rows, Row{"dead", label + ": dead host first tried / circuit opened / given up at",
+			fmt.Sprintf("%.2fs / %.2fs / %.2fs", run.DeadFirstTried.Seconds(), run.DeadOpened.Seconds(), run.DeadGivenUp.Seconds()), "", ""})
+	}
 	connTarget, connVerdict := "", ""
 	if run.Breaker {
 		connTarget, connVerdict = fmt.Sprintf("<= %d", d.ConnLimit), verdict(run.DeadMaxPerRest <= d.ConnLimit)
