@@ -164,11 +164,12 @@ func (r *runner) deadRun(ctx context.Context, name string, deadURLs int, breaker
 	out.Fetched, out.Failed = run.sum.Counts.Fetched, run.sum.Counts.Failed
 	out.Traffic = trafficSince(site, nil)
 	out.LiveDone = lastLiveRequest(site).Sub(start)
-	if times := deadTimes(site, nil); len(times) > 0 {
-		out.DeadFirstTried = times[0].Sub(start)
+	deadAt := deadTimes(site, nil)
+	if len(deadAt) > 0 {
+		out.DeadFirstTried = deadAt[0].Sub(start)
 	}
 	out.DeadOpened, out.DeadGivenUp = sinceOrZero(out.opened, start), sinceOrZero(out.givenUp, start)
-	out.DeadMaxPerRest = maxInWindow(deadTimes(site, nil), cfg.Breaker.Rest)
+	out.DeadMaxPerRest = maxInWindow(deadAt, cfg.Breaker.Rest)
 	if err := site.Close(); err != nil { // and so every held connection is counted
 		return nil, err
 	}
