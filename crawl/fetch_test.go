@@ -474,16 +474,16 @@ func TestFetchIdleTimeoutClosesConnections(t *testing.T) {
 	srv.Start()
 	t.Cleanup(srv.Close)
 	opts := testFetchOptions()
-	opts.IdleTimeout = 200 * time.Millisecond
+	opts.IdleTimeout = 500 * time.Millisecond
 	f := newTestFetcher(t, opts)
-	for i, pause := range []time.Duration{0, 20 * time.Millisecond, 600 * time.Millisecond} {
+	for i, pause := range []time.Duration{0, 0, 1500 * time.Millisecond} {
 		time.Sleep(pause)
 		if r := f.Fetch(context.Background(), srv.URL); r.Err != nil {
 			t.Fatalf("fetch %d: %v", i, r.Err)
 		}
 	}
 	if n := dials.Load(); n != 2 {
-		t.Errorf("fetches 20 ms and 600 ms apart with a 200 ms idle timeout opened %d connections, want 2", n)
+		t.Errorf("fetches back to back, then 1.5 s apart, with a 500 ms idle timeout opened %d connections, want 2", n)
 	}
 }
 
