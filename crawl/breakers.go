@@ -51,12 +51,10 @@ func (e *Engine) onTransition(t breaker.Transition) {
 		if hs := e.hosts.lookup(t.Host); hs != nil {
 			hs.abort()
 		}
-		// A request cut short while its connection was being dialled leaves
-		// that connection in the idle pool, open to a host known to be down
-		// until the crawl ends. net/http closes idle connections only all at
-		// once; other hosts redial, which a circuit opening is rare enough
-		// to afford.
-		e.fetcher.CloseIdle()
+		// Its idle connections would stay in the pool, open to a host known
+		// to be down; those still being dialled are closed as they complete
+		// (see circuitOpen).
+		e.fetcher.CloseHost(t.Host)
 	}
 	if e.front == nil {
 		return

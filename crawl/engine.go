@@ -100,8 +100,18 @@ func New(opts Options, db *storage.DB) (*Engine, error) {
 	e.front = front
 	e.fetcher = NewFetcher(FetchOptions{UserAgent: opts.UserAgent, Timeout: opts.Timeout,
 		ConnectTimeout: opts.ConnectTimeout, MaxBody: opts.MaxBody, AllowPrivate: opts.AllowPrivate,
-		MaxConnsPerHost: opts.HostConcurrency, IdleConns: idleConnsFor(opts.Workers)})
+		MaxConnsPerHost: opts.HostConcurrency, IdleConns: idleConnsFor(opts.Workers), Refuse: e.circuitOpen})
 	return e, nil
+}
+
+// circuitOpen reports whether host's circuit is open. The fetcher closes a
+// connection that completes for such a host: requests cut short when the
+// circuit opened may still be dialling, or redialling as net/http retries
+// a GET whose connection was closed under it, and their connections would
+// otherwise wait idle in the pool, open to a host known to be down.
+func (e *Engine) circuitOpen(host string) bool {
+	b, ok := e.breakers.Get(host)
+	return ok && b.State == breaker.Open
 }
 
 // Run crawls until the frontier is exhausted, ctx is cancelled, or

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"breakwater/frontier"
@@ -52,6 +53,10 @@ type FetchOptions struct {
 	// its politeness delay; the connections of hosts the crawl is done
 	// with should not hold memory until the pool is full.
 	IdleTimeout time.Duration
+	// Refuse, if set, is asked about every new connection with the frontier
+	// host key it was dialled for (see hostKeysFor): true closes it and
+	// fails the dial. The crawl refuses hosts whose circuit is open.
+	Refuse func(hostKey string) bool
 }
 
 // Idle pool defaults of a Fetcher whose options leave them unset.
@@ -108,14 +113,21 @@ type Fetcher struct {
 	opts      FetchOptions
 	transport *http.Transport
 	client    *http.Client
+	conns     *connTracker
 }
 
 // NewFetcher returns a Fetcher with its own connection pool.
 func NewFetcher(o FetchOptions) *Fetcher {
 	o = o.withDefaults()
+	conns := &connTracker{}
+	if o.Refuse != nil {
+		conns.refuse = func(host, port string) bool {
+			return slices.ContainsFunc(hostKeysFor(host, port), o.Refuse)
+		}
+	}
 	tr := &http.Transport{
 		Proxy:                  nil, // a proxy would make the dial-time address check meaningless
-		DialContext:            NewSafeDialer(o.ConnectTimeout, o.AllowPrivate).DialContext,
+		DialContext:            conns.wrap(NewSafeDialer(o.ConnectTimeout, o.AllowPrivate).DialContext),
 		ForceAttemptHTTP2:      true,
 		MaxIdleConns:           o.IdleConns,
 		MaxIdleConnsPerHost:    idleConnsPerHost(o.MaxConnsPerHost),
@@ -131,6 +143,7 @@ func NewFetcher(o FetchOptions) *Fetcher {
 		Now:       time.Now,
 		opts:      o,
 		transport: tr,
+		conns:     conns,
 		client: &http.Client{
 			Transport:     tr,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -181,6 +194,13 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) *Response {
 
 // CloseIdle closes the idle connections of every host.
 func (f *Fetcher) CloseIdle() { f.transport.CloseIdleConnections() }
+
+// CloseHost closes every connection to host (a frontier host key), idle or
+// in use, and leaves other hosts' connections in the pool. It is for a host
+// whose circuit has just opened: no request to it may start, and those in
+// flight have been cut short. A connection still being dialled is Refuse's
+// to close.
+func (f *Fetcher) CloseHost(host string) { f.conns.closeHost(host) }
 
 // Close releases idle connections. In-flight fetches are not interrupted.
 func (f *Fetcher) Close() { f.CloseIdle() }

@@ -1,0 +1,131 @@
+package crawl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// countingServer serves "ok" and counts the connections it accepts.
+func countingServer(t *testing.T) (srv *httptest.Server, dials *atomic.Int32) {
+	t.Helper()
+	dials = new(atomic.Int32)
+	srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			dials.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, dials
+}
+
+func mustFetch(t *testing.T, f *Fetcher, url string) {
+	t.Helper()
+	if r := f.Fetch(context.Background(), url); r.Err != nil {
+		t.Fatalf("fetch %s: %v", url, r.Err)
+	}
+}
+
+// CloseHost closes one host's connections and leaves the others' in the
+// pool: only that host redials.
+func TestFetchCloseHostKeepsOtherHostsConnections(t *testing.T) {
+	t.Parallel()
+	a, aDials := countingServer(t)
+	b, bDials := countingServer(t)
+	f := newTestFetcher(t, testFetchOptions())
+	mustFetch(t, f, a.URL)
+	mustFetch(t, f, b.URL)
+	f.CloseHost(strings.TrimPrefix(a.URL, "http://"))
+	mustFetch(t, f, a.URL)
+	mustFetch(t, f, b.URL)
+	if got, want := [2]int32{aDials.Load(), bDials.Load()}, [2]int32{2, 1}; got != want {
+		t.Errorf("connections opened to the closed host and the other = %v, want %v", got, want)
+	}
+}
+
+// A connection that completes for a host Refuse names is closed, and its
+// request fails with errHostRefused instead of reaching the host.
+func TestFetchRefusedHostIsNotDialled(t *testing.T) {
+	t.Parallel()
+	a, _ := countingServer(t)
+	b, _ := countingServer(t)
+	refused := strings.TrimPrefix(b.URL, "http://")
+	opts := testFetchOptions()
+	opts.Refuse = func(host string) bool { return host == refused }
+	f := newTestFetcher(t, opts)
+	mustFetch(t, f, a.URL)
+	r := f.Fetch(context.Background(), b.URL)
+	if !errors.Is(r.Err, errHostRefused) {
+		t.Fatalf("fetch of a refused host: err = %v, want errHostRefused", r.Err)
+	}
+	if n := f.conns.open(); n != 1 {
+		t.Errorf("%d connections tracked, want 1 (to the host not refused)", n)
+	}
+}
+
+// A frontier host key without a port stands for the default ports, which
+// a dialled address always carries.
+func TestHostKeysOfDialledAddresses(t *testing.T) {
+	for _, tc := range []struct {
+		host, port string
+		want       []string
+	}{
+		{"example.com", "80", []string{"example.com:80", "example.com"}},
+		{"example.com", "443", []string{"example.com:443", "example.com"}},
+		{"example.com", "8080", []string{"example.com:8080"}},
+		{"::1", "443", []string{"[::1]:443", "[::1]"}},
+		{"127.0.0.1", "41399", []string{"127.0.0.1:41399"}},
+	} {
+		if got := hostKeysFor(tc.host, tc.port); !slices.Equal(got, tc.want) {
+			t.Errorf("hostKeysFor(%q, %q) = %q, want %q", tc.host, tc.port, got, tc.want)
+		}
+	}
+	for key, want := range map[string][2]string{
+		"Example.COM": {"example.com", ""}, "example.com:8080": {"example.com", "8080"},
+		"[::1]": {"::1", ""}, "[::1]:8080": {"::1", "8080"},
+	} {
+		if h, p := splitHostKey(key); [2]string{h, p} != want {
+			t.Errorf("splitHostKey(%q) = %q, %q; want %q", key, h, p, want)
+		}
+	}
+}
+
+// closeHost of a bare host key closes its connections on the default
+// ports, not those to another port of the same name or to other hosts.
+func TestCloseHostMatchesPorts(t *testing.T) {
+	var tr connTracker
+	var ends []net.Conn
+	dial := tr.wrap(func(context.Context, string, string) (net.Conn, error) {
+		c, s := net.Pipe()
+		ends = append(ends, s)
+		return c, nil
+	})
+	t.Cleanup(func() {
+		for _, s := range ends {
+			s.Close()
+		}
+	})
+	for _, addr := range []string{"example.com:80", "EXAMPLE.com:443", "example.com:8080", "other.test:80"} {
+		if _, err := dial(context.Background(), "tcp", addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := tr.closeHost("example.com"); n != 2 {
+		t.Errorf("closeHost(example.com) closed %d connections, want 2 (ports 80 and 443)", n)
+	}
+	if n := tr.open(); n != 2 {
+		t.Errorf("%d connections left, want 2 (example.com:8080, other.test:80)", n)
+	}
+	if n := tr.closeHost("example.com:8080"); n != 1 || tr.open() != 1 {
+		t.Errorf("closeHost(example.com:8080) closed %d, left %d; want 1 and 1", n, tr.open())
+	}
+}
