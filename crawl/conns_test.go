@@ -129,3 +129,27 @@ func TestCloseHostMatchesPorts(t *testing.T) {
 		t.Errorf("closeHost(example.com:8080) closed %d, left %d; want 1 and 1", n, tr.open())
 	}
 }
+
+// A request whose connection was refused because the host's circuit had
+// opened never reached the host: like one cancelled, it is not an attempt.
+func TestRefusedOrCancelledRequestIsCutShort(t *testing.T) {
+	live := context.Background()
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	refused := fmt.Errorf("get: %w", fmt.Errorf("dial 127.0.0.1:1: %w", errHostRefused))
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want bool
+	}{
+		{"refused at dial", live, refused, true},
+		{"cancelled", cancelled, errors.New("context canceled"), true},
+		{"host timed out", live, errors.New("timeout awaiting response headers"), false},
+		{"no error", live, nil, false},
+	} {
+		if got := cutShort(tc.ctx, tc.err); got != tc.want {
+			t.Errorf("%s: cutShort = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

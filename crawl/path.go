@@ -57,7 +57,7 @@ func (e *Engine) process(l *frontier.Lease) {
 	ctx, done := hs.beginRequest(e.fetchCtx)
 	resp := e.fetcher.Fetch(ctx, l.Item.URL)
 	done()
-	if resp.Err != nil && ctx.Err() != nil {
+	if resp.Err != nil && cutShort(ctx, resp.Err) {
 		// Cut short by our own stop, or because the host's circuit opened
 		// meanwhile: not the host's answer, and not an attempt.
 		requested = false
@@ -67,6 +67,14 @@ func (e *Engine) process(l *frontier.Lease) {
 	}
 	verdict := Classify(resp, e.token)
 	e.record(l, hs, ticket, resp, verdict)
+}
+
+// cutShort reports whether a request ended by err never got the host's
+// answer because we stopped it: our stop or the host's circuit opening
+// cancelled ctx, or the circuit was open by the time its connection was
+// made (see Engine.circuitOpen).
+func cutShort(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, errHostRefused)
 }
 
 // reservePage claims one of --max-pages for a URL's first attempt, so that
@@ -234,7 +242,11 @@ func (e *Engine) fetchRobots(l *frontier.Lease, hs *hostState, t breaker.Ticket)
 	rules, err := robots.Fetch(ctx, get, scheme, l.Item.Host, e.opts.Now())
 	done()
 	now := e.opts.Now()
-	if ctx.Err() != nil { // our stop, or the circuit opened: see process
+	var lastErr error
+	if last != nil {
+		lastErr = last.Err
+	}
+	if cutShort(ctx, lastErr) { // our stop, or the circuit opened: see process
 		e.notAttempted(t, now)
 		e.front.Release(l)
 		return
