@@ -51,9 +51,10 @@ func (e *Engine) onTransition(t breaker.Transition) {
 		if hs := e.hosts.lookup(t.Host); hs != nil {
 			hs.abort()
 		}
-		// Its idle connections would stay in the pool, open to a host known
-		// to be down; those still being dialled are closed as they complete
-		// (see circuitOpen).
+		// Its connections, idle or serving the requests just cut short,
+		// would otherwise stay in the pool, open to a host known to be down;
+		// those still being dialled are closed as they complete (see
+		// circuitOpen).
 		e.fetcher.CloseHost(t.Host)
 	}
 	if e.front == nil {
