@@ -153,3 +153,35 @@ func TestRefusedOrCancelledRequestIsCutShort(t *testing.T) {
 		}
 	}
 }
+
+// Connections under TLS, HTTP/2 included, are tracked like plain ones: the
+// tracker sees the TCP connection the TLS session runs over.
+func TestFetchTracksTLSConnections(t *testing.T) {
+	t.Parallel()
+	var dials atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, r.Proto) }))
+	srv.EnableHTTP2 = true
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			dials.Add(1)
+		}
+	}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	f := newTestFetcher(t, testFetchOptions())
+	f.transport.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	for range 2 {
+		r := f.Fetch(context.Background(), srv.URL)
+		if r.Err != nil || string(r.Body) != "HTTP/2.0" {
+			t.Fatalf("fetch over TLS: %q, %v; want HTTP/2.0", r.Body, r.Err)
+		}
+	}
+	if n := f.conns.open(); n != 1 || dials.Load() != 1 {
+		t.Fatalf("%d tracked, %d dialled after two fetches; want 1 and 1", n, dials.Load())
+	}
+	f.CloseHost(strings.TrimPrefix(srv.URL, "https://"))
+	mustFetch(t, f, srv.URL)
+	if dials.Load() != 2 {
+		t.Errorf("%d connections after CloseHost and a fetch, want 2", dials.Load())
+	}
+}
