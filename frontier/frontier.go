@@ -93,7 +93,7 @@ type Frontier struct {
 	// dormant holds hosts with URLs in the file that no worker has needed
 	// yet, largest backlog first; activating counts those whose first load
 	// is pending.
-	dormant    dormantHeap
+	dormant    hostHeap
 	dormantSeq uint64
 	activating int
 	// activeSizes counts active hosts with URLs queued by the size class
@@ -110,7 +110,9 @@ type Frontier struct {
 // URLs that were in flight when a previous run died are simply still queued.
 func Open(db *storage.DB, opts Options) (*Frontier, error) {
 	opts = opts.withDefaults()
-	f := &Frontier{db: db, opts: opts, hosts: make(map[string]*hostQueue), wake: make(chan struct{})}
+	f := &Frontier{db: db, opts: opts, hosts: make(map[string]*hostQueue), wake: make(chan struct{}),
+		ready:   hostHeap{less: readySooner, place: func(h *hostQueue) *int { return &h.index }},
+		dormant: hostHeap{less: dormantFirst, place: func(h *hostQueue) *int { return &h.dormantIdx }}}
 	// Refills requested here run once the writer starts.
 	f.writer = newWriter(f)
 	err := db.ForEachHost(func(host string, c storage.HostCounts) error {

@@ -196,7 +196,7 @@ func poll(f *Frontier) (*Lease, error) {
 	cancel()
 	for {
 		f.mu.Lock()
-		dormant := len(f.dormant)
+		dormant := f.dormant.Len()
 		f.mu.Unlock()
 		l, err := f.Next(ctx)
 		if !errors.Is(err, context.Canceled) {
@@ -204,7 +204,7 @@ func poll(f *Frontier) (*Lease, error) {
 		}
 		f.mu.Lock()
 		// A host activated by this call may have been loaded already.
-		progress := len(f.dormant) < dormant || f.loading > 0
+		progress := f.dormant.Len() < dormant || f.loading > 0
 		f.mu.Unlock()
 		if !progress || !waitLoads(f) {
 			return l, err

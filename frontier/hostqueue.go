@@ -194,7 +194,7 @@ const maxActivating = 4
 // hosts are pending. Called when a worker finds no host ready, it grows
 // the set of active hosts just enough to keep the workers busy.
 func (f *Frontier) activateLocked() {
-	for len(f.dormant) > 0 && f.activating < maxActivating {
+	for f.dormant.Len() > 0 && f.activating < maxActivating {
 		h := heap.Pop(&f.dormant).(*hostQueue)
 		if f.hosts[h.name] != h || h.active || h.held || h.backlog <= 0 {
 			continue // forgotten, failed or held since it was put in line
@@ -238,10 +238,11 @@ func (f *Frontier) resizeLocked(h *hostQueue) {
 // dormant one (they were woken biggest first), so this wakes few hosts: a
 // host that many pages link to, or the next one as the active ones drain.
 func (f *Frontier) wakeLongestLocked() {
-	if len(f.dormant) == 0 {
+	top := f.dormant.peek()
+	if top == nil {
 		return
 	}
-	for c := max(sizeClass(f.dormant[0].backlog)-1, 1); c < len(f.activeSizes); c++ {
+	for c := max(sizeClass(top.backlog)-1, 1); c < len(f.activeSizes); c++ {
 		if f.activeSizes[c] > 0 {
 			return
 		}
@@ -260,60 +261,50 @@ func (f *Frontier) pruneLocked(now time.Time) {
 	}
 }
 
-// hostHeap orders eligible hosts by the time they may next be offered.
-type hostHeap []*hostQueue
+// hostHeap is a heap of hosts that keeps each host's place in it in a
+// field of the host, so that a host can be fixed or removed where it is.
+// The scheduler has two: the ready heap (readySooner) and the dormant one
+// (dormantFirst).
+type hostHeap struct {
+	hosts []*hostQueue
+	less  func(a, b *hostQueue) bool
+	place func(h *hostQueue) *int // the host's index field; -1 when absent
+}
 
-func (q hostHeap) Len() int           { return len(q) }
-func (q hostHeap) Less(i, j int) bool { return q[i].readyAt.Before(q[j].readyAt) }
-func (q hostHeap) Swap(i, j int) {
-	q[i], q[j] = q[j], q[i]
-	q[i].index, q[j].index = i, j
+func (q *hostHeap) Len() int           { return len(q.hosts) }
+func (q *hostHeap) Less(i, j int) bool { return q.less(q.hosts[i], q.hosts[j]) }
+func (q *hostHeap) Swap(i, j int) {
+	q.hosts[i], q.hosts[j] = q.hosts[j], q.hosts[i]
+	*q.place(q.hosts[i]), *q.place(q.hosts[j]) = i, j
 }
 func (q *hostHeap) Push(x any) {
 	h := x.(*hostQueue)
-	h.index = len(*q)
-	*q = append(*q, h)
+	*q.place(h) = len(q.hosts)
+	q.hosts = append(q.hosts, h)
 }
 func (q *hostHeap) Pop() any {
-	old := *q
-	h := old[len(old)-1]
-	old[len(old)-1] = nil
-	h.index = -1
-	*q = old[:len(old)-1]
+	last := len(q.hosts) - 1
+	h := q.hosts[last]
+	q.hosts[last] = nil
+	*q.place(h) = -1
+	q.hosts = q.hosts[:last]
 	return h
 }
-func (q hostHeap) peek() *hostQueue {
-	if len(q) == 0 {
+func (q *hostHeap) peek() *hostQueue {
+	if len(q.hosts) == 0 {
 		return nil
 	}
-	return q[0]
+	return q.hosts[0]
 }
 
-// dormantHeap orders dormant hosts by backlog, largest first, then by how
+// readySooner orders eligible hosts by the time they may next be offered.
+func readySooner(a, b *hostQueue) bool { return a.readyAt.Before(b.readyAt) }
+
+// dormantFirst orders dormant hosts by backlog, largest first, then by how
 // long they have waited.
-type dormantHeap []*hostQueue
-
-func (q dormantHeap) Len() int { return len(q) }
-func (q dormantHeap) Less(i, j int) bool {
-	if q[i].backlog != q[j].backlog {
-		return q[i].backlog > q[j].backlog
+func dormantFirst(a, b *hostQueue) bool {
+	if a.backlog != b.backlog {
+		return a.backlog > b.backlog
 	}
-	return q[i].dormantSeq < q[j].dormantSeq
-}
-func (q dormantHeap) Swap(i, j int) {
-	q[i], q[j] = q[j], q[i]
-	q[i].dormantIdx, q[j].dormantIdx = i, j
-}
-func (q *dormantHeap) Push(x any) {
-	h := x.(*hostQueue)
-	h.dormantIdx = len(*q)
-	*q = append(*q, h)
-}
-func (q *dormantHeap) Pop() any {
-	old := *q
-	h := old[len(old)-1]
-	old[len(old)-1] = nil
-	h.dormantIdx = -1
-	*q = old[:len(old)-1]
-	return h
+	return a.dormantSeq < b.dormantSeq
 }
