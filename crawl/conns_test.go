@@ -9,24 +9,8 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 )
-
-// countingServer serves "ok" and counts the connections it accepts.
-func countingServer(t *testing.T) (srv *httptest.Server, dials *atomic.Int32) {
-	t.Helper()
-	dials = new(atomic.Int32)
-	srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			dials.Add(1)
-		}
-	}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv, dials
-}
 
 func mustFetch(t *testing.T, f *Fetcher, url string) {
 	t.Helper()
@@ -158,14 +142,9 @@ func TestRefusedOrCancelledRequestIsCutShort(t *testing.T) {
 // tracker sees the TCP connection the TLS session runs over.
 func TestFetchTracksTLSConnections(t *testing.T) {
 	t.Parallel()
-	var dials atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, r.Proto) }))
 	srv.EnableHTTP2 = true
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			dials.Add(1)
-		}
-	}
+	dials := countNewConns(srv.Config)
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	f := newTestFetcher(t, testFetchOptions())

@@ -394,19 +394,30 @@ func TestFetchCanceledContext(t *testing.T) {
 	}
 }
 
-func TestFetchReusesConnections(t *testing.T) {
-	t.Parallel()
-	var dials atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, "ok")
-	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+// countNewConns counts the connections srv accepts.
+func countNewConns(srv *http.Server) *atomic.Int32 {
+	n := new(atomic.Int32)
+	srv.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
-			dials.Add(1)
+			n.Add(1)
 		}
 	}
+	return n
+}
+
+// countingServer serves "ok" and counts the connections it accepts.
+func countingServer(t *testing.T) (srv *httptest.Server, dials *atomic.Int32) {
+	t.Helper()
+	srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	dials = countNewConns(srv.Config)
 	srv.Start()
 	t.Cleanup(srv.Close)
+	return srv, dials
+}
+
+func TestFetchReusesConnections(t *testing.T) {
+	t.Parallel()
+	srv, dials := countingServer(t)
 	f := newTestFetcher(t, testFetchOptions())
 	for i := range 3 {
 		if r := f.Fetch(context.Background(), srv.URL); r.Err != nil {
@@ -424,13 +435,8 @@ func TestFetchReusesConnections(t *testing.T) {
 func TestFetchIdlePoolCoversHostsInRotation(t *testing.T) {
 	t.Parallel()
 	const hosts = 300
-	var dials atomic.Int32
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }),
-		ConnState: func(_ net.Conn, s http.ConnState) {
-			if s == http.StateNew {
-				dials.Add(1)
-			}
-		}}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })}
+	dials := countNewConns(srv)
 	t.Cleanup(func() { srv.Close() })
 	urls := make([]string, hosts)
 	for i := range urls {
@@ -464,15 +470,7 @@ func TestFetchIdlePoolCoversHostsInRotation(t *testing.T) {
 // its host dials anew. One used again sooner is reused.
 func TestFetchIdleTimeoutClosesConnections(t *testing.T) {
 	t.Parallel()
-	var dials atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			dials.Add(1)
-		}
-	}
-	srv.Start()
-	t.Cleanup(srv.Close)
+	srv, dials := countingServer(t)
 	opts := testFetchOptions()
 	opts.IdleTimeout = 500 * time.Millisecond
 	f := newTestFetcher(t, opts)
