@@ -25,8 +25,8 @@ type Options struct {
 	HostConcurrency int
 	// Buffer is how many queued URLs per host are kept in memory. Default 16.
 	Buffer int
-	// MaxBatch caps the operations in one commit. Default 32768, as many
-	// as the writer lets wait: a commit rewrites, for every host it
+	// MaxBatch caps the operations in one commit. Default maxQueued (32k),
+	// as many as the writer lets wait: a commit rewrites, for every host it
 	// touches, the last page of its queue and the root above it (one
 	// pwrite each), so bigger batches spread that cost over more URLs.
 	MaxBatch int
@@ -49,7 +49,7 @@ func (o Options) withDefaults() Options {
 		o.Buffer = 16
 	}
 	if o.MaxBatch <= 0 {
-		o.MaxBatch = 32768
+		o.MaxBatch = maxQueued
 	}
 	if o.CommitEvery == 0 {
 		o.CommitEvery = 100 * time.Millisecond
