@@ -31,6 +31,9 @@ type Decision struct {
 	// State and Hold describe the circuit after the decision.
 	State State
 	Hold  Hold
+	// DownSince is the breaker's DownSince for a refused, unheld host: with
+	// it a caller knows when the host falls due to be given up on.
+	DownSince time.Time
 }
 
 // Err returns nil for an allowed request, else an error wrapping ErrOpen
@@ -135,6 +138,9 @@ func (r *Registry) admit(host string, e *entry, now time.Time) (Decision, Transi
 		d.RetryAt = e.b.ReadyAt()
 	case e.b.State == HalfOpen:
 		r.admitProbe(host, e, &d, now)
+	}
+	if !d.Allowed && e.b.Hold == NoHold {
+		d.DownSince = e.b.DownSince
 	}
 	return d, tr, fire
 }

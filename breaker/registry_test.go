@@ -490,6 +490,30 @@ func TestRegistryGiveUp(t *testing.T) {
 	}
 }
 
+// A refusal tells the caller when the host went down, so it can wake the
+// host's URLs when they fall due to be given up on; a held host waits for a
+// person and is never given up on, so it gets none.
+func TestRegistryRefusalCarriesDownSince(t *testing.T) {
+	rest := time.Minute
+	r, _ := newReg(t, Config{Threshold: 1, Rest: rest, Probes: 1})
+	if d := r.Admit(host, t0); !d.Allowed || !d.DownSince.IsZero() {
+		t.Fatalf("healthy host: %+v, want allowed without DownSince", d)
+	}
+	openHost(t, r, host, t0)
+	if d := mustDeny(t, r, host, at(time.Second)); !d.DownSince.Equal(t0) {
+		t.Fatalf("open: DownSince %v, want %v", d.DownSince, t0)
+	}
+	probe := mustAdmit(t, r, host, at(rest)) // half-open, probe in flight
+	if d := mustDeny(t, r, host, at(rest+time.Second)); !d.DownSince.Equal(t0) {
+		t.Fatalf("half-open: DownSince %v, want %v (a probe does not restart the down clock)", d.DownSince, t0)
+	}
+	r.Report(probe, Transient, "timeout", at(rest+time.Second))
+	r.Pause(host, "ops", at(2*rest))
+	if d := mustDeny(t, r, host, at(2*rest)); !d.DownSince.IsZero() {
+		t.Fatalf("paused: DownSince %v, want zero", d.DownSince)
+	}
+}
+
 func TestRegistryTransitions(t *testing.T) {
 	var r *Registry
 	var got []Transition

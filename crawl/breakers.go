@@ -105,8 +105,11 @@ func (e *Engine) persistBreakers() {
 
 // giveUpHosts records the queued URLs of hosts that have been down for
 // GiveUpAfter as failed ("host-down"), so a crawl can end. Held hosts are
-// never given up on: their URLs wait for a human. It runs now and then; a
-// URL of a given-up host found later is failed when it is offered (admit).
+// never given up on: their URLs wait for a human. Mostly the request path
+// does it first: a refused host is parked until it falls due, and admit
+// gives it up when its URL is offered then. This sweep catches the hosts
+// with no URL offered, such as those whose URLs all wait as deferred
+// retries.
 func (e *Engine) giveUpHosts(now time.Time) {
 	for host := range e.breakers.Snapshot() {
 		if !e.breakers.GiveUp(host, e.opts.GiveUpAfter, now) {

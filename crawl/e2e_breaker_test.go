@@ -399,6 +399,46 @@ func TestOpeningCircuitAbortsRequestsInFlight(t *testing.T) {
 	}
 }
 
+// A host is given up on when it falls due, by the request path itself: its
+// URLs wake at the give-up time, not at the end of a rest that may be far
+// longer. Here the rest is an hour and the sweep never runs, so only the
+// wake-up at the due time can end the crawl.
+func TestDeadHostGivenUpWhenDueWithoutSweep(t *testing.T) {
+	t.Parallel()
+	site, dead := deadSite(t)
+	db := openDB(t, "")
+	opts := deadHostOptions(t, site)
+	opts.Breaker.Rest = time.Hour
+	opts.GiveUpAfter = time.Second
+	opts = crawl.WithHousekeeping(opts, time.Hour)
+	sum := runCrawl(t, testContext(t, 30*time.Second), db, opts)
+	if !sum.Exhausted {
+		t.Fatalf("Exhausted = false: the dead host was not given up on without the sweep (%+v)", sum)
+	}
+	checkDeadURLs(t, db, dead)
+	deadKey := deadHostKeyOf(t, dead)
+	var opened time.Time
+	err := db.ForEachTransition(func(data []byte) error {
+		var tr crawl.TransitionRecord
+		if err := json.Unmarshal(data, &tr); err != nil {
+			return err
+		}
+		if tr.Host == deadKey && tr.To == "open" && opened.IsZero() {
+			opened = tr.At
+		}
+		return nil
+	})
+	if err != nil || opened.IsZero() {
+		t.Fatalf("no open transition for %s (err %v)", deadKey, err)
+	}
+	for _, r := range results(t, db) {
+		if r.Host == deadKey && r.ErrorClass == "host-down" && r.FetchedAt.Sub(opened) < opts.GiveUpAfter {
+			t.Errorf("%s given up %v after its circuit opened, before --give-up-after %v", r.URL,
+				r.FetchedAt.Sub(opened), opts.GiveUpAfter)
+		}
+	}
+}
+
 func deadHostKeyOf(t *testing.T, h *demosite.Host) string {
 	t.Helper()
 	key, err := frontier.HostKey(h.BaseURL() + "/")

@@ -197,7 +197,11 @@ func (e *Engine) work(ctx context.Context) bool {
 }
 
 func (e *Engine) housekeep(ctx context.Context) {
-	tick := time.NewTicker(500 * time.Millisecond)
+	every := e.opts.housekeepEvery
+	if every <= 0 {
+		every = 500 * time.Millisecond
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	report := time.NewTicker(10 * time.Second)
 	defer report.Stop()

@@ -53,6 +53,11 @@ type Options struct {
 	Now    func() time.Time
 	Rand   func() float64
 	Logger *slog.Logger
+
+	// housekeepEvery is how often breakers are persisted and due hosts given
+	// up on by the sweep; zero means 500ms. Tests lengthen it to show that
+	// the request path alone gives hosts up on time.
+	housekeepEvery time.Duration
 }
 
 // Version is the crawler's version, used in the default User-Agent.

@@ -134,17 +134,24 @@ func (e *Engine) admit(l *frontier.Lease, now time.Time) (breaker.Ticket, bool) 
 	if d.Allowed {
 		return d.Ticket, true
 	}
+	giveUpAt := d.DownSince.Add(e.opts.GiveUpAfter)
 	switch {
 	case d.Hold != breaker.NoHold || d.RetryAt.IsZero():
 		e.front.Hold(l.Item.Host)
-	case e.breakers.GiveUp(l.Item.Host, e.opts.GiveUpAfter, now):
-		// Found after the host was given up on: fail it now rather than
-		// let it keep the crawl alive until the next sweep.
+	case !d.DownSince.IsZero() && !now.Before(giveUpAt):
+		// Due to be given up on (or found after it was): fail it now rather
+		// than let it keep the crawl alive until the next sweep.
 		e.front.Release(l)
 		e.giveUp(l.Item.Host, now)
 		return breaker.Ticket{}, false
 	default:
-		e.front.Park(l.Item.Host, d.RetryAt.Add(e.jitter(d.RetryAt.Sub(now))))
+		// The host wakes when its rest ends or, if sooner, when it falls due
+		// to be given up on: the crawl then ends as soon as it may.
+		until := d.RetryAt.Add(e.jitter(d.RetryAt.Sub(now)))
+		if !d.DownSince.IsZero() && giveUpAt.Before(until) {
+			until = giveUpAt
+		}
+		e.front.Park(l.Item.Host, until)
 	}
 	e.front.Release(l)
 	return breaker.Ticket{}, false
