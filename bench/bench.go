@@ -98,8 +98,8 @@ func (c *Config) validate() error {
 		return errors.New("bench: workers and host concurrency must be at least 1")
 	case c.DeadURLs < 1 || c.DeadLinksPerPage < 1 || c.DeadTimeout <= 0 || c.GiveUpAfter <= 0:
 		return errors.New("bench: dead URLs, dead links per page, timeout and give-up must be positive")
-	case c.FrontierURLs < 1 || c.FrontierHosts < 1 || c.QueuedPages < 1:
-		return errors.New("bench: frontier URLs, hosts and queued pages must be positive")
+	case c.FrontierURLs < 1 || c.FrontierHosts < 1 || c.FrontierPasses < 1 || c.QueuedPages < 1:
+		return errors.New("bench: frontier URLs, hosts, passes and queued pages must be positive")
 	}
 	return nil
 }

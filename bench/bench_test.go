@@ -148,6 +148,17 @@ func checkFrontier(t *testing.T, f *FrontierResult) {
 	if f == nil || f.URLs != 2000 || f.EnqueuePerSec <= 0 || f.LeasePerSec <= 0 || f.QueuedBytes <= 0 || f.FileBytes <= 0 {
 		t.Fatalf("frontier = %+v; want positive rates and sizes for 2000 URLs", f)
 	}
+	if f.Passes != 3 {
+		t.Errorf("frontier: %d passes, want 3", f.Passes)
+	}
+	for _, r := range [][3]float64{{f.EnqueueMinPerSec, f.EnqueuePerSec, f.EnqueueMaxPerSec}, {f.LeaseMinPerSec, f.LeasePerSec, f.LeaseMaxPerSec}} {
+		if !(r[0] <= r[1] && r[1] <= r[2]) {
+			t.Errorf("frontier: min, median, max rates %v are out of order", r)
+		}
+	}
+	if want := float64(f.URLs) / f.EnqueueWall.Seconds(); f.EnqueuePerSec != want {
+		t.Errorf("frontier: enqueue rate %.0f, want %.0f from the median wall %v", f.EnqueuePerSec, want, f.EnqueueWall)
+	}
 }
 
 func checkMemory(t *testing.T, m *MemoryResult) {

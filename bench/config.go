@@ -85,8 +85,9 @@ type Config struct {
 	BreakerOffCap    time.Duration // --max-duration of the breaker-off run; 0: none
 
 	// Frontier.
-	FrontierURLs  int // 1,000,000
-	FrontierHosts int // 1000
+	FrontierURLs   int // 1,000,000
+	FrontierHosts  int // 1000
+	FrontierPasses int // 3: the median pass is the figure
 
 	// Memory.
 	QueuedSite  Size // its URL set seeds the frontier: 1000 x 1000
@@ -121,7 +122,7 @@ func DefaultConfig() Config {
 		// at a time (each waits for the robots.txt attempt before it): about
 		// 17 minutes, measured to the end. The cap only guards a hang.
 		BreakerOffCap: 40 * time.Minute,
-		FrontierURLs:  1_000_000, FrontierHosts: 1000,
+		FrontierURLs:  1_000_000, FrontierHosts: 1000, FrontierPasses: 3,
 		QueuedSite: Size{1000, 1000}, QueuedPages: 20_000, SeedsCap: 2 * time.Minute,
 		GrowthSite: Size{1000, 100}, ChildCap: 5 * time.Minute,
 	}

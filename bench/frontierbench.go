@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,54 +16,83 @@ import (
 )
 
 // FrontierResult is the frontier section: the bbolt frontier on its own,
-// with durable commits, no network and no politeness.
+// with durable commits, no network and no politeness. Each rate is the
+// median of Passes passes, each over a fresh file; Min and Max give the
+// spread.
 type FrontierResult struct {
-	URLs            int           `json:"urls"`
-	Hosts           int           `json:"hosts"`
-	AddBatch        int           `json:"add_batch"` // URLs per Add call, as a page's links arrive
-	Workers         int           `json:"workers"`
-	HostConcurrency int           `json:"host_concurrency"`
-	PrepareWall     time.Duration `json:"prepare_ns"` // frontier.NewItem for every URL (not in the rates)
-	EnqueueWall     time.Duration `json:"enqueue_ns"`
-	EnqueuePerSec   float64       `json:"enqueue_per_sec"`
-	LeaseWall       time.Duration `json:"lease_ns"`
-	LeasePerSec     float64       `json:"lease_per_sec"`
-	FileBytes       int64         `json:"file_bytes"` // after every URL is completed
-	QueuedBytes     int64         `json:"queued_bytes"`
+	URLs             int           `json:"urls"`
+	Hosts            int           `json:"hosts"`
+	AddBatch         int           `json:"add_batch"` // URLs per Add call, as a page's links arrive
+	Workers          int           `json:"workers"`
+	HostConcurrency  int           `json:"host_concurrency"`
+	Passes           int           `json:"passes"`
+	PrepareWall      time.Duration `json:"prepare_ns"` // frontier.NewItem for every URL (not in the rates), first pass
+	EnqueueWall      time.Duration `json:"enqueue_ns"`
+	EnqueuePerSec    float64       `json:"enqueue_per_sec"`
+	EnqueueMinPerSec float64       `json:"enqueue_min_per_sec"`
+	EnqueueMaxPerSec float64       `json:"enqueue_max_per_sec"`
+	LeaseWall        time.Duration `json:"lease_ns"`
+	LeasePerSec      float64       `json:"lease_per_sec"`
+	LeaseMinPerSec   float64       `json:"lease_min_per_sec"`
+	LeaseMaxPerSec   float64       `json:"lease_max_per_sec"`
+	FileBytes        int64         `json:"file_bytes"` // after every URL is completed
+	QueuedBytes      int64         `json:"queued_bytes"`
 }
 
 const frontierAddBatch = 100
 
-// frontierSection enqueues FrontierURLs new URLs over FrontierHosts hosts
-// (Open, Add in batches, Close: every URL durable), then reopens the file and
-// leases and completes every URL with the crawl's worker count.
+// frontierSection runs FrontierPasses passes, each enqueueing FrontierURLs
+// new URLs over FrontierHosts hosts into a fresh file (Open, Add in
+// batches, Close: every URL durable), then reopening it and leasing and
+// completing every URL with the crawl's worker count. One pass of a few
+// seconds on a shared machine is too noisy to hold against a target alone.
 func (r *runner) frontierSection(ctx context.Context) error {
 	cfg := r.cfg
 	res := &FrontierResult{URLs: cfg.FrontierURLs, Hosts: cfg.FrontierHosts, AddBatch: frontierAddBatch,
-		Workers: cfg.Workers, HostConcurrency: cfg.HostConcurrency}
-	cfg.logf("frontier: preparing %d URLs over %d hosts", res.URLs, res.Hosts)
-	start := cfg.now()
-	items, err := frontierItems(res.URLs, res.Hosts)
-	if err != nil {
-		return err
+		Workers: cfg.Workers, HostConcurrency: cfg.HostConcurrency, Passes: cfg.FrontierPasses}
+	var enqueue, lease []time.Duration
+	for pass := range cfg.FrontierPasses {
+		cfg.logf("frontier: pass %d of %d: preparing %d URLs over %d hosts", pass+1, cfg.FrontierPasses, res.URLs, res.Hosts)
+		start := cfg.now()
+		items, err := frontierItems(res.URLs, res.Hosts)
+		if err != nil {
+			return err
+		}
+		if pass == 0 {
+			res.PrepareWall = cfg.since(start)
+		}
+		path := filepath.Join(r.dir, "frontier.db")
+		cfg.logf("frontier: pass %d: enqueue", pass+1)
+		wall, err := r.enqueueAll(path, items)
+		if err != nil {
+			return err
+		}
+		enqueue = append(enqueue, wall)
+		res.QueuedBytes = fileSize(path)
+		items = nil // the lease phase should not keep the input alive
+		cfg.logf("frontier: pass %d: lease and complete", pass+1)
+		if wall, err = r.leaseAll(ctx, path, res.URLs); err != nil {
+			return err
+		}
+		lease = append(lease, wall)
+		res.FileBytes = fileSize(path)
+		if err := os.Remove(path); err != nil {
+			return err
+		}
 	}
-	res.PrepareWall = cfg.since(start)
-	path := filepath.Join(r.dir, "frontier.db")
-	cfg.logf("frontier: enqueue")
-	if res.EnqueueWall, err = r.enqueueAll(path, items); err != nil {
-		return err
-	}
-	res.EnqueuePerSec = float64(len(items)) / res.EnqueueWall.Seconds()
-	res.QueuedBytes = fileSize(path)
-	items = nil // the lease phase should not keep the input alive
-	cfg.logf("frontier: lease and complete")
-	if res.LeaseWall, err = r.leaseAll(ctx, path, res.URLs); err != nil {
-		return err
-	}
-	res.LeasePerSec = float64(res.URLs) / res.LeaseWall.Seconds()
-	res.FileBytes = fileSize(path)
+	res.EnqueueWall, res.EnqueuePerSec, res.EnqueueMinPerSec, res.EnqueueMaxPerSec = medianRate(enqueue, res.URLs)
+	res.LeaseWall, res.LeasePerSec, res.LeaseMinPerSec, res.LeaseMaxPerSec = medianRate(lease, res.URLs)
 	r.report.Frontier = res
-	return os.Remove(path)
+	return nil
+}
+
+// medianRate returns the median of walls and the rates of n items in the
+// median, slowest and fastest of them.
+func medianRate(walls []time.Duration, n int) (median time.Duration, rate, lowest, highest float64) {
+	sorted := slices.Sorted(slices.Values(walls))
+	perSec := func(d time.Duration) float64 { return float64(n) / d.Seconds() }
+	median = sorted[len(sorted)/2]
+	return median, perSec(median), perSec(sorted[len(sorted)-1]), perSec(sorted[0])
 }
 
 // frontierItems spreads n URLs over hosts hosts, page-major so that

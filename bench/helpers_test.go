@@ -204,3 +204,26 @@ func TestProjectedOffSeconds(t *testing.T) {
 		})
 	}
 }
+
+func TestMedianRate(t *testing.T) {
+	walls := []time.Duration{3 * time.Second, time.Second, 2 * time.Second}
+	median, rate, lowest, highest := medianRate(walls, 6)
+	if median != 2*time.Second || rate != 3 || lowest != 2 || highest != 6 {
+		t.Errorf("medianRate(3s, 1s, 2s; 6) = %v, %v, %v, %v; want 2s, 3, 2, 6", median, rate, lowest, highest)
+	}
+	if walls[0] != 3*time.Second {
+		t.Errorf("medianRate reordered its input: %v", walls)
+	}
+	median, rate, lowest, highest = medianRate([]time.Duration{4 * time.Second}, 8)
+	if median != 4*time.Second || rate != 2 || lowest != 2 || highest != 2 {
+		t.Errorf("medianRate(4s; 8) = %v, %v, %v, %v; want 4s, 2, 2, 2", median, rate, lowest, highest)
+	}
+	one := &FrontierResult{Passes: 1}
+	if s := one.spread(1, 2); s != "" {
+		t.Errorf("spread of one pass = %q, want none", s)
+	}
+	three := &FrontierResult{Passes: 3}
+	if s, want := three.spread(195300, 271800), ", median of 3 passes, 195,300-271,800"; s != want {
+		t.Errorf("spread = %q, want %q", s, want)
+	}
+}

@@ -24,7 +24,7 @@ func (r *Report) Notes() []string {
 		notes = append(notes, "Frontier: frontier.Open, Add in batches, Close (every URL committed) for "+
 			"enqueue; then reopen and Next + Started + Complete with a page-sized result from the crawl's "+
 			"worker count until exhausted. Group commits as the crawl makes them; URLs are canonicalized "+
-			"before the clock starts.")
+			"before the clock starts. Each rate is the median of "+fmt.Sprint(f.Passes)+" such passes, each over a fresh file.")
 	}
 	if m := r.Memory; m != nil {
 		notes = append(notes, fmt.Sprintf("Memory: each crawl runs in a child process (this binary's hidden "+

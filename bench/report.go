@@ -179,14 +179,24 @@ func (r *Report) frontierRows() []Row {
 		return nil
 	}
 	return []Row{
-		{"frontier", fmt.Sprintf("enqueue %d URLs over %d hosts, %d per Add (%s)", f.URLs, f.Hosts, f.AddBatch, secs(f.EnqueueWall)),
+		{"frontier", fmt.Sprintf("enqueue %d URLs over %d hosts, %d per Add (%s%s)", f.URLs, f.Hosts, f.AddBatch,
+			secs(f.EnqueueWall), f.spread(f.EnqueueMinPerSec, f.EnqueueMaxPerSec)),
 			rate(f.EnqueuePerSec, "URLs/s"), ">= " + rate(TargetEnqueuePerSec, "/s"), verdict(f.EnqueuePerSec >= TargetEnqueuePerSec)},
-		{"frontier", fmt.Sprintf("lease+complete, %d workers, %d per host (%s)", f.Workers, f.HostConcurrency, secs(f.LeaseWall)),
+		{"frontier", fmt.Sprintf("lease+complete, %d workers, %d per host (%s%s)", f.Workers, f.HostConcurrency,
+			secs(f.LeaseWall), f.spread(f.LeaseMinPerSec, f.LeaseMaxPerSec)),
 			rate(f.LeasePerSec, "URLs/s"), ">= " + rate(TargetLeasePerSec, "/s"), verdict(f.LeasePerSec >= TargetLeasePerSec)},
 		{"frontier", "file size: all queued / all completed", mb(f.QueuedBytes) + " / " + mb(f.FileBytes), "", ""},
 		{"frontier", fmt.Sprintf("frontier.NewItem, not in the rates (%s)", secs(f.PrepareWall)),
 			rate(float64(f.URLs)/f.PrepareWall.Seconds(), "URLs/s"), "", ""},
 	}
+}
+
+// spread describes the passes behind a median rate, as the ceiling does.
+func (f *FrontierResult) spread(lowest, highest float64) string {
+	if f.Passes < 2 {
+		return ""
+	}
+	return fmt.Sprintf(", median of %d passes, %s-%s", f.Passes, rate(lowest, ""), rate(highest, ""))
 }
 
 func (r *Report) memoryRows() []Row {
