@@ -75,6 +75,8 @@ func (r *runner) frontierSection(ctx context.Context) error {
 			return err
 		}
 		lease = append(lease, wall)
+		cfg.logf("frontier: pass %d: enqueue %s, lease+complete %s", pass+1,
+			rate(float64(res.URLs)/enqueue[pass].Seconds(), "URLs/s"), rate(float64(res.URLs)/wall.Seconds(), "URLs/s"))
 		res.FileBytes = fileSize(path)
 		if err := os.Remove(path); err != nil {
 			return err
