@@ -36,6 +36,16 @@ type Decision struct {
 	DownSince time.Time
 }
 
+// GiveUpAt is when a refused host falls due to be given up on once it has
+// been down for after (see Registry.GiveUp); false when the decision has no
+// DownSince: an allowed request, or a held host.
+func (d Decision) GiveUpAt(after time.Duration) (time.Time, bool) {
+	if d.DownSince.IsZero() {
+		return time.Time{}, false
+	}
+	return d.DownSince.Add(after), true
+}
+
 // Err returns nil for an allowed request, else an error wrapping ErrOpen
 // that names the host and why it is shut.
 func (d Decision) Err() error {

@@ -500,8 +500,12 @@ func TestRegistryRefusalCarriesDownSince(t *testing.T) {
 		t.Fatalf("healthy host: %+v, want allowed without DownSince", d)
 	}
 	openHost(t, r, host, t0)
-	if d := mustDeny(t, r, host, at(time.Second)); !d.DownSince.Equal(t0) {
+	d := mustDeny(t, r, host, at(time.Second))
+	if !d.DownSince.Equal(t0) {
 		t.Fatalf("open: DownSince %v, want %v", d.DownSince, t0)
+	}
+	if due, ok := d.GiveUpAt(time.Hour); !ok || !due.Equal(at(time.Hour)) {
+		t.Fatalf("open: GiveUpAt(1h) = %v, %v; want %v, true", due, ok, at(time.Hour))
 	}
 	probe := mustAdmit(t, r, host, at(rest)) // half-open, probe in flight
 	if d := mustDeny(t, r, host, at(rest+time.Second)); !d.DownSince.Equal(t0) {
@@ -511,6 +515,8 @@ func TestRegistryRefusalCarriesDownSince(t *testing.T) {
 	r.Pause(host, "ops", at(2*rest))
 	if d := mustDeny(t, r, host, at(2*rest)); !d.DownSince.IsZero() {
 		t.Fatalf("paused: DownSince %v, want zero", d.DownSince)
+	} else if _, ok := d.GiveUpAt(0); ok {
+		t.Fatal("paused: GiveUpAt reports a due time for a held host")
 	}
 }
 

@@ -134,11 +134,11 @@ func (e *Engine) admit(l *frontier.Lease, now time.Time) (breaker.Ticket, bool) 
 	if d.Allowed {
 		return d.Ticket, true
 	}
-	giveUpAt := d.DownSince.Add(e.opts.GiveUpAfter)
+	giveUpAt, down := d.GiveUpAt(e.opts.GiveUpAfter)
 	switch {
 	case d.Hold != breaker.NoHold || d.RetryAt.IsZero():
 		e.front.Hold(l.Item.Host)
-	case !d.DownSince.IsZero() && !now.Before(giveUpAt):
+	case down && !now.Before(giveUpAt):
 		// Due to be given up on (or found after it was): fail it now rather
 		// than let it keep the crawl alive until the next sweep.
 		e.front.Release(l)
@@ -148,7 +148,7 @@ func (e *Engine) admit(l *frontier.Lease, now time.Time) (breaker.Ticket, bool) 
 		// The host wakes when its rest ends or, if sooner, when it falls due
 		// to be given up on: the crawl then ends as soon as it may.
 		until := d.RetryAt.Add(e.jitter(d.RetryAt.Sub(now)))
-		if !d.DownSince.IsZero() && giveUpAt.Before(until) {
+		if down && giveUpAt.Before(until) {
 			until = giveUpAt
 		}
 		e.front.Park(l.Item.Host, until)
