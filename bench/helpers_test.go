@@ -166,6 +166,36 @@ func TestDeadRowsVerdicts(t *testing.T) {
 	}
 }
 
+// A quick run's sizes are a fraction of the issue's: its verdicts are
+// bracketed so that none reads as the real one, and the header says why.
+func TestQuickVerdictsOnlyHint(t *testing.T) {
+	d := &DeadResult{ConnLimit: 14,
+		Baseline: &DeadRun{Wall: 10 * time.Second},
+		On:       &DeadRun{Breaker: true, Wall: 20 * time.Second, DeadMaxPerRest: 8, DeadWorkerSeconds: 16},
+		Off:      &DeadRun{Wall: 100 * time.Second, DeadWorkerSeconds: 1000}}
+	rep := &Report{Quick: true, Dead: d}
+	got := map[string]string{}
+	for _, r := range rep.Rows() {
+		got[r.Figure] = r.Verdict
+	}
+	for fig, want := range map[string]string{
+		"breaker on: time ratio to no dead host":  "(missed)",
+		"worker-seconds on dead host, off / on":   "(met)",
+		"breaker off: time ratio to no dead host": "",
+	} {
+		if got[fig] != want {
+			t.Errorf("quick %q: verdict %q, want %q", fig, got[fig], want)
+		}
+	}
+	var out strings.Builder
+	if err := rep.WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "verdict in brackets only hints") || strings.Contains(out.String(), "MISSED") {
+		t.Errorf("quick table does not say its verdicts only hint, or prints MISSED:\n%s", out.String())
+	}
+}
+
 // TestRunChildCap checks both ends of a child's time limit: an expected cap
 // is a measurement, an unexpected one is reported as stuck with a dump file.
 func TestRunChildCap(t *testing.T) {

@@ -43,6 +43,15 @@ func (r *Report) Rows() []Row {
 	rows = append(rows, r.deadRows()...)
 	rows = append(rows, r.frontierRows()...)
 	rows = append(rows, r.memoryRows()...)
+	if r.Quick {
+		// The targets are for the sizes: at a fraction of them a
+		// verdict only hints, and must not read like the real one.
+		for i := range rows {
+			if rows[i].Verdict != "" {
+				rows[i].Verdict = "(" + strings.ToLower(rows[i].Verdict) + ")"
+			}
+		}
+	}
 	return rows
 }
 
@@ -262,7 +271,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if m.CPUModel != "" {
 		fmt.Fprintf(w, ", %s", m.CPUModel)
 	}
-	fmt.Fprint(w, "\n\n")
+	fmt.Fprint(w, "\n")
+	if r.Quick {
+		fmt.Fprint(w, "quick configuration: a fraction of the issue's sizes, so a verdict in brackets only hints; run without --quick to check the targets\n")
+	}
+	fmt.Fprint(w, "\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SECTION\tFIGURE\tVALUE\tTARGET\tVERDICT")
 	for _, row := range r.Rows() {
