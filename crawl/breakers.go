@@ -55,7 +55,7 @@ func (e *Engine) onTransition(t breaker.Transition) {
 		// would otherwise stay in the pool, open to a host known to be down;
 		// those still being dialled are closed as they complete (see
 		// circuitOpen).
-		e.fetcher.CloseHost(t.Host)
+		e.closeHost(t.Host)
 	}
 	if e.front == nil {
 		return

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"breakwater/breaker"
+	"breakwater/fetch"
 )
 
 // maxExcerpt is the longest Verdict.Excerpt, in bytes.
@@ -33,8 +34,8 @@ type Verdict struct {
 // name as a host would write it ("breakwater"); a 401 or 403 whose headers or
 // body contain it, case-insensitively, is Refused: the host has blocked us by
 // name. An empty productToken never matches. A dial refused by our own
-// address policy is Permanent, not a host fault; see IsBlocked.
-func Classify(r *Response, productToken string) Verdict {
+// address policy is Permanent, not a host fault; see fetch.IsBlocked.
+func Classify(r *fetch.Response, productToken string) Verdict {
 	if r == nil {
 		return Verdict{Class: breaker.Transient, Detail: "no response"}
 	}
@@ -46,11 +47,7 @@ func Classify(r *Response, productToken string) Verdict {
 	return classifyStatus(r, productToken)
 }
 
-// IsBlocked reports whether err comes from a dial refused by the address
-// policy (ErrBlockedAddress).
-func IsBlocked(err error) bool { return errors.Is(err, ErrBlockedAddress) }
-
-func classifyStatus(r *Response, productToken string) Verdict {
+func classifyStatus(r *fetch.Response, productToken string) Verdict {
 	v := Verdict{Status: r.Status, Detail: fmt.Sprintf("status %d", r.Status)}
 	switch s := r.Status; {
 	case s >= 200 && s < 400:
@@ -74,18 +71,22 @@ func classifyStatus(r *Response, productToken string) Verdict {
 }
 
 // classifyError sorts exchange failures. All are Transient (the host or the
-// path to it is failing) except our own address policy and certificate
-// failures, which no retry can fix.
+// path to it is failing) except our own address policy, which no retry can
+// fix. A certificate failure is Transient too: it says nothing about the
+// URL and everything about the host (an expired certificate) or about us
+// (a broken trust store), so it counts toward the host's breaker, and a
+// rise of open circuits across hosts shows our side is at fault.
 func classifyError(err error) Verdict {
-	var blocked *BlockedAddressError
+	var blocked *fetch.BlockedAddressError
 	if errors.As(err, &blocked) {
 		return Verdict{Class: breaker.Permanent,
 			Detail: fmt.Sprintf("blocked: %s (%s)", blocked.Reason, blocked.Addr)}
 	}
+	kind := transientKind(err)
 	if isCertificateError(err) {
-		return Verdict{Class: breaker.Permanent, Detail: "tls certificate: " + err.Error()}
+		kind = "tls certificate"
 	}
-	return Verdict{Class: breaker.Transient, Detail: transientKind(err) + ": " + err.Error()}
+	return Verdict{Class: breaker.Transient, Detail: kind + ": " + err.Error()}
 }
 
 // transientKind names the failure for logs and the Detail field.
@@ -120,7 +121,7 @@ func isCertificateError(err error) bool {
 
 // namesUs looks for productToken in the body, then in every header value,
 // and returns the text around the first match.
-func namesUs(r *Response, productToken string) (string, bool) {
+func namesUs(r *fetch.Response, productToken string) (string, bool) {
 	if productToken == "" {
 		return "", false
 	}

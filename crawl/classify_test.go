@@ -13,9 +13,12 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"breakwater/breaker"
+	"breakwater/fetch"
+	"breakwater/fetch/fetchtest"
 )
 
 const testToken = "breakwater"
@@ -23,40 +26,40 @@ const testToken = "breakwater"
 func TestClassifyStatus(t *testing.T) {
 	tests := []struct {
 		name        string
-		resp        *Response
+		resp        *fetch.Response
 		wantClass   breaker.Class
 		wantDetail  string
 		wantExcerpt string // substring the excerpt must contain; "" means none
 	}{
-		{"200", &Response{Status: 200}, breaker.OK, "status 200", ""},
-		{"204", &Response{Status: 204}, breaker.OK, "status 204", ""},
-		{"301", &Response{Status: 301}, breaker.OK, "status 301", ""},
-		{"304", &Response{Status: 304}, breaker.OK, "status 304", ""},
-		{"399", &Response{Status: 399}, breaker.OK, "status 399", ""},
-		{"400", &Response{Status: 400}, breaker.Permanent, "status 400", ""},
-		{"404", &Response{Status: 404}, breaker.Permanent, "status 404", ""},
-		{"404 naming us is still permanent", &Response{Status: 404, Body: []byte("breakwater")}, breaker.Permanent, "status 404", ""},
-		{"405", &Response{Status: 405}, breaker.Permanent, "status 405", ""},
-		{"410", &Response{Status: 410}, breaker.Permanent, "status 410", ""},
-		{"451", &Response{Status: 451}, breaker.Permanent, "status 451", ""},
-		{"plain 401", &Response{Status: 401, Body: []byte("login required")}, breaker.Permanent, "status 401", ""},
-		{"plain 403", &Response{Status: 403, Body: []byte("Forbidden"),
+		{"200", &fetch.Response{Status: 200}, breaker.OK, "status 200", ""},
+		{"204", &fetch.Response{Status: 204}, breaker.OK, "status 204", ""},
+		{"301", &fetch.Response{Status: 301}, breaker.OK, "status 301", ""},
+		{"304", &fetch.Response{Status: 304}, breaker.OK, "status 304", ""},
+		{"399", &fetch.Response{Status: 399}, breaker.OK, "status 399", ""},
+		{"400", &fetch.Response{Status: 400}, breaker.Permanent, "status 400", ""},
+		{"404", &fetch.Response{Status: 404}, breaker.Permanent, "status 404", ""},
+		{"404 naming us is still permanent", &fetch.Response{Status: 404, Body: []byte("breakwater")}, breaker.Permanent, "status 404", ""},
+		{"405", &fetch.Response{Status: 405}, breaker.Permanent, "status 405", ""},
+		{"410", &fetch.Response{Status: 410}, breaker.Permanent, "status 410", ""},
+		{"451", &fetch.Response{Status: 451}, breaker.Permanent, "status 451", ""},
+		{"plain 401", &fetch.Response{Status: 401, Body: []byte("login required")}, breaker.Permanent, "status 401", ""},
+		{"plain 403", &fetch.Response{Status: 403, Body: []byte("Forbidden"),
 			Header: http.Header{"Server": {"nginx"}}}, breaker.Permanent, "status 403", ""},
-		{"403 body names us", &Response{Status: 403, Body: []byte("<p>Bots like BreakWater are blocked.</p>")},
+		{"403 body names us", &fetch.Response{Status: 403, Body: []byte("<p>Bots like BreakWater are blocked.</p>")},
 			breaker.Refused, `status 403, names "breakwater"`, "Bots like BreakWater are blocked"},
-		{"401 header names us", &Response{Status: 401,
+		{"401 header names us", &fetch.Response{Status: 401,
 			Header: http.Header{"Www-Authenticate": {`Basic realm="no BREAKWATER here"`}}},
 			breaker.Refused, "status 401", `Www-Authenticate: Basic realm="no BREAKWATER here"`},
-		{"403 with empty token never refused", &Response{Status: 403, Body: []byte("anything")}, breaker.Permanent, "status 403", ""},
-		{"429", &Response{Status: 429}, breaker.Throttled, "status 429", ""},
-		{"429 naming us is throttled", &Response{Status: 429, Body: []byte("slow down breakwater")}, breaker.Throttled, "status 429", ""},
-		{"500", &Response{Status: 500}, breaker.Transient, "status 500", ""},
-		{"502", &Response{Status: 502}, breaker.Transient, "status 502", ""},
-		{"503", &Response{Status: 503}, breaker.Transient, "status 503", ""},
-		{"504", &Response{Status: 504}, breaker.Transient, "status 504", ""},
-		{"599", &Response{Status: 599}, breaker.Transient, "status 599", ""},
-		{"600", &Response{Status: 600}, breaker.Transient, "status 600", ""},
-		{"no status, no error", &Response{}, breaker.Transient, "no response", ""},
+		{"403 with empty token never refused", &fetch.Response{Status: 403, Body: []byte("anything")}, breaker.Permanent, "status 403", ""},
+		{"429", &fetch.Response{Status: 429}, breaker.Throttled, "status 429", ""},
+		{"429 naming us is throttled", &fetch.Response{Status: 429, Body: []byte("slow down breakwater")}, breaker.Throttled, "status 429", ""},
+		{"500", &fetch.Response{Status: 500}, breaker.Transient, "status 500", ""},
+		{"502", &fetch.Response{Status: 502}, breaker.Transient, "status 502", ""},
+		{"503", &fetch.Response{Status: 503}, breaker.Transient, "status 503", ""},
+		{"504", &fetch.Response{Status: 504}, breaker.Transient, "status 504", ""},
+		{"599", &fetch.Response{Status: 599}, breaker.Transient, "status 599", ""},
+		{"600", &fetch.Response{Status: 600}, breaker.Transient, "status 600", ""},
+		{"no status, no error", &fetch.Response{}, breaker.Transient, "no response", ""},
 		{"nil response", nil, breaker.Transient, "no response", ""},
 	}
 	for _, tt := range tests {
@@ -93,7 +96,7 @@ func TestClassifyRefusedExcerpt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := Classify(&Response{Status: 403, Body: []byte(tt.body)}, testToken)
+			v := Classify(&fetch.Response{Status: 403, Body: []byte(tt.body)}, testToken)
 			if v.Class != breaker.Refused {
 				t.Fatalf("Class = %s, want refused", v.Class)
 			}
@@ -112,7 +115,7 @@ func TestClassifyRefusedExcerpt(t *testing.T) {
 
 func TestClassifyLongTokenExcerptCapped(t *testing.T) {
 	token := strings.Repeat("bot", 100) // 300 bytes
-	v := Classify(&Response{Status: 403, Body: []byte("no " + token + " please")}, token)
+	v := Classify(&fetch.Response{Status: 403, Body: []byte("no " + token + " please")}, token)
 	if v.Class != breaker.Refused || len(v.Excerpt) > maxExcerpt {
 		t.Errorf("got %s with a %d-byte excerpt, want refused and at most %d", v.Class, len(v.Excerpt), maxExcerpt)
 	}
@@ -128,7 +131,7 @@ func TestClassifyErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name       string
-		fetch      func(t *testing.T) *Response
+		fetch      func(t *testing.T) *fetch.Response
 		wantClass  breaker.Class
 		wantDetail string // prefix
 		wantStatus int
@@ -150,12 +153,12 @@ func TestClassifyErrors(t *testing.T) {
 			c.Close()
 		}), breaker.Transient, "error", 0},
 		{"tls handshake timeout", fetchTLSSilent, breaker.Transient, "timeout", 0},
-		{"untrusted certificate", fetchUntrustedTLS, breaker.Permanent, "tls certificate", 0},
+		{"untrusted certificate", fetchUntrustedTLS, breaker.Transient, "tls certificate", 0},
 		{"dns failure", fetchDNSFailure, breaker.Transient, "dns", 0},
 		{"blocked address", fetchBlocked, breaker.Permanent, "blocked: loopback (127.0.0.1)", 0},
 		{"canceled", fetchCanceled, breaker.Transient, "canceled", 0},
-		{"unknown error", func(*testing.T) *Response {
-			return &Response{Err: errors.New("boom")}
+		{"unknown error", func(*testing.T) *fetch.Response {
+			return &fetch.Response{Err: errors.New("boom")}
 		}, breaker.Transient, "error: boom", 0},
 	}
 	for _, tt := range tests {
@@ -170,43 +173,67 @@ func TestClassifyErrors(t *testing.T) {
 				t.Errorf("Classify = %s %q status %d, want %s %q... status %d (err: %v)",
 					v.Class, v.Detail, v.Status, tt.wantClass, tt.wantDetail, tt.wantStatus, r.Err)
 			}
-			if got, want := IsBlocked(r.Err), tt.name == "blocked address"; got != want {
+			if got, want := fetch.IsBlocked(r.Err), tt.name == "blocked address"; got != want {
 				t.Errorf("IsBlocked = %v, want %v", got, want)
 			}
 		})
 	}
 }
 
-func shortFetcher(t *testing.T) *Fetcher {
+// hostileTimeout is the fetch timeout in tests that expect one to fire.
+const hostileTimeout = 200 * time.Millisecond
+
+// testFetchOptions allows loopback, with timeouts long enough that only the
+// tests meant to time out do.
+func testFetchOptions() fetch.Options {
+	return fetch.Options{UserAgent: "Breakwater-test/1.0", Timeout: 10 * time.Second,
+		ConnectTimeout: 5 * time.Second, AllowPrivate: true}
+}
+
+func newTestFetcher(t *testing.T, o fetch.Options) *fetch.Fetcher {
+	t.Helper()
+	f := fetch.New(o)
+	t.Cleanup(f.Close)
+	return f
+}
+
+func newTestServer(t *testing.T, h http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func shortFetcher(t *testing.T) *fetch.Fetcher {
 	t.Helper()
 	o := testFetchOptions()
 	o.Timeout, o.ConnectTimeout = hostileTimeout, hostileTimeout
 	return newTestFetcher(t, o)
 }
 
-func fetchRaw(handle func(c net.Conn)) func(t *testing.T) *Response {
-	return func(t *testing.T) *Response {
-		addr := rawServer(t, func(c net.Conn) {
-			readRequestHead(c)
+func fetchRaw(handle func(c net.Conn)) func(t *testing.T) *fetch.Response {
+	return func(t *testing.T) *fetch.Response {
+		addr := fetchtest.RawServer(t, func(c net.Conn) {
+			fetchtest.ReadRequestHead(c)
 			handle(c)
 		})
-		return fetchWithin(t, shortFetcher(t), "http://"+addr+"/", hostileDeadline)
+		return shortFetcher(t).Get(context.Background(), "http://"+addr+"/")
 	}
 }
 
-func fetchClosedPort(t *testing.T) *Response {
+func fetchClosedPort(t *testing.T) *fetch.Response {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	return shortFetcher(t).Fetch(context.Background(), "http://"+addr+"/")
+	return shortFetcher(t).Get(context.Background(), "http://"+addr+"/")
 }
 
 // fetchResetConn has the server abort with an RST (linger 0) once the
 // request has arrived.
-func fetchResetConn(t *testing.T) *Response {
+func fetchResetConn(t *testing.T) *fetch.Response {
 	return fetchRaw(func(c net.Conn) {
 		c.(*net.TCPConn).SetLinger(0)
 		c.Close()
@@ -214,15 +241,15 @@ func fetchResetConn(t *testing.T) *Response {
 }
 
 // fetchTLSSilent accepts TCP but never answers the ClientHello.
-func fetchTLSSilent(t *testing.T) *Response {
-	addr := rawServer(t, func(c net.Conn) { io.Copy(io.Discard, c) })
-	return fetchWithin(t, shortFetcher(t), "https://"+addr+"/", hostileDeadline)
+func fetchTLSSilent(t *testing.T) *fetch.Response {
+	addr := fetchtest.RawServer(t, func(c net.Conn) { io.Copy(io.Discard, c) })
+	return shortFetcher(t).Get(context.Background(), "https://"+addr+"/")
 }
 
-func fetchUntrustedTLS(t *testing.T) *Response {
+func fetchUntrustedTLS(t *testing.T) *fetch.Response {
 	srv := newTLSTestServer(t)
 	// Default timeouts: a handshake under -race can outlast a short one.
-	return newTestFetcher(t, testFetchOptions()).Fetch(context.Background(), srv.URL)
+	return newTestFetcher(t, testFetchOptions()).Get(context.Background(), srv.URL)
 }
 
 func newTLSTestServer(t *testing.T) *httptest.Server {
@@ -237,7 +264,7 @@ func newTLSTestServer(t *testing.T) *httptest.Server {
 
 // fetchDNSFailure resolves through a resolver whose transport always fails,
 // so a genuine *net.DNSError is produced without any DNS traffic.
-func fetchDNSFailure(t *testing.T) *Response {
+func fetchDNSFailure(t *testing.T) *fetch.Response {
 	res := &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
 		return nil, errors.New("no DNS in tests")
 	}}
@@ -247,22 +274,22 @@ func fetchDNSFailure(t *testing.T) *Response {
 		t.Fatalf("lookup err = %v, want *net.DNSError", err)
 	}
 	// Wrapped the way http.Client returns a dial failure.
-	return &Response{Err: &url.Error{Op: "Get", URL: "http://nonexistent.invalid/",
+	return &fetch.Response{Err: &url.Error{Op: "Get", URL: "http://nonexistent.invalid/",
 		Err: &net.OpError{Op: "dial", Net: "tcp", Err: dnsErr}}}
 }
 
-func fetchBlocked(t *testing.T) *Response {
+func fetchBlocked(t *testing.T) *fetch.Response {
 	srv := newTestServer(t, func(http.ResponseWriter, *http.Request) {})
 	o := testFetchOptions()
 	o.AllowPrivate = false
-	return newTestFetcher(t, o).Fetch(context.Background(), srv.URL)
+	return newTestFetcher(t, o).Get(context.Background(), srv.URL)
 }
 
-func fetchCanceled(t *testing.T) *Response {
+func fetchCanceled(t *testing.T) *fetch.Response {
 	srv := newTestServer(t, func(http.ResponseWriter, *http.Request) {})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	return shortFetcher(t).Fetch(ctx, srv.URL)
+	return shortFetcher(t).Get(ctx, srv.URL)
 }
 
 func TestClassifyConstructedErrors(t *testing.T) {
@@ -283,7 +310,7 @@ func TestClassifyConstructedErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := Classify(&Response{Err: tt.err}, testToken)
+			v := Classify(&fetch.Response{Err: tt.err}, testToken)
 			if v.Class != tt.wantClass || !strings.HasPrefix(v.Detail, tt.wantDetail) {
 				t.Errorf("Classify = %s %q, want %s %q...", v.Class, v.Detail, tt.wantClass, tt.wantDetail)
 			}
@@ -296,3 +323,27 @@ type timeoutError struct{}
 func (timeoutError) Error() string   { return "i/o timeout" }
 func (timeoutError) Timeout() bool   { return true }
 func (timeoutError) Temporary() bool { return true }
+// A request whose connection was refused because the host's circuit had
+// opened never reached the host: like one cancelled, it is not an attempt.
+func TestRefusedOrCancelledRequestIsCutShort(t *testing.T) {
+	live := context.Background()
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	refused := fmt.Errorf("get: %w", fmt.Errorf("dial 127.0.0.1:1: %w", fetch.ErrHostRefused))
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want bool
+	}{
+		{"refused at dial", live, refused, true},
+		{"cancelled", cancelled, errors.New("context canceled"), true},
+		{"host timed out", live, errors.New("timeout awaiting response headers"), false},
+		{"no error", live, nil, false},
+	} {
+		if got := cutShort(tc.ctx, tc.err); got != tc.want {
+			t.Errorf("%s: cutShort = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+

@@ -1,12 +1,21 @@
 // Package crawl is the engine: workers that take leased URLs from the
-// frontier and carry each down the request path, one function per stage:
+// frontier and carry each down the request path, one function per stage,
+// in the order process calls them:
 //
-//	authorise (robots.txt; scope was checked at enqueue)  path.go
-//	admit     (the host's circuit breaker)                path.go
-//	takeToken (per-host pace, retry budget)               path.go
-//	request   (Fetcher: safe dialer, capped bodies)       fetch.go, safety.go
-//	classify  (ok, transient, permanent, throttled, refused) classify.go
-//	record    (breaker outcome, result, retry or requeue) record.go
+//	reservePage (--max-pages)                                   path.go
+//	authorise   (robots.txt; scope was checked at enqueue)       path.go
+//	admit       (the host's circuit breaker)                     path.go
+//	takeToken   (per-host pace, retry budget)                    path.go
+//	request     (the page, or robots.txt: fetch.Fetcher)         path.go, robotstxt.go
+//	classify    (ok, transient, permanent, throttled, refused)   classify.go
+//	record      (breaker outcome; result, retry or requeue)      record.go
+//
+// Every stage that ends the path returns a disposition (give the URL back,
+// park the host until T, hold it for a person, defer the URL until T,
+// complete it with a result and its links, give the host up), and settle,
+// in disposition.go, is the one place a lease ends: it also gives back
+// what the stages took and did not use (a breaker ticket, a robots.txt
+// attempt, a --max-pages reservation).
 //
 // An open host is never attempted: its lease goes back and the host is
 // parked until its rest ends, so the worker takes another host's URL at
@@ -16,7 +25,7 @@
 //
 // The pure building blocks (Backoff, RetryBudget, ParseRetryAfter, Pace,
 // Classify, ExtractLinks) take the time as an argument. The Engine reads its
-// injected clock (Options.Now) once per stage.
+// injected clock (Options.Now) once per stage, and hands it to the fetcher.
 //
 // Concurrency: one Engine per database file. Workers share the breaker
 // registry and the host table, each guarded by its own mutex; no lock is

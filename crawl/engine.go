@@ -13,27 +13,31 @@ import (
 	"time"
 
 	"breakwater/breaker"
+	"breakwater/fetch"
 	"breakwater/frontier"
 	"breakwater/storage"
 )
 
 // Engine runs one crawl over one database file.
 type Engine struct {
-	opts     Options
-	db       *storage.DB
-	front    *frontier.Frontier
-	fetcher  *Fetcher
-	breakers *breaker.Registry
-	budget   *RetryBudget
-	hosts    *hostTable
-	scope    *scope
-	token    string // product token: robots.txt group and refusal matching
-	log      *slog.Logger
+	opts    Options
+	db      *storage.DB
+	front   *frontier.Frontier
+	fetcher Fetcher
+	// closeHost closes one host's connections when its circuit opens; a
+	// no-op for a fetcher that has none of its own.
+	closeHost    func(host string)
+	closeFetcher func()
+	breakers     *breaker.Registry
+	budget       *RetryBudget
+	hosts        *hostTable
+	scope        *scope
+	token        string // product token: robots.txt group and refusal matching
+	log          *slog.Logger
 
 	fetchCtx  context.Context // cancelled StopGrace after a stop: in-flight requests end
 	started   atomic.Int64    // pages attempted this run, for --max-pages
 	givenUp   sync.Map        // host -> time.Time of its last FailHost
-	fetched   atomic.Int64
 	persistMu sync.Mutex
 }
 
@@ -58,7 +62,15 @@ type settings struct {
 // on https a handshake); each idle connection holds about 20 KB, and a
 // pool that fills up as more hosts join the rotation shows as memory
 // growth over a crawl (16 a worker: +20% over a 100k-page crawl).
-func idleConnsFor(workers int) int { return max(DefaultFetchIdleConns, 8*workers) }
+func idleConnsFor(workers int) int { return max(fetch.DefaultIdleConns, 8*workers) }
+
+// Fetcher makes one request and never returns nil; *fetch.Fetcher is the
+// real one. A fetcher that also has CloseHost(host string) and Close()
+// methods has them called when a host's circuit opens and when the crawl
+// ends.
+type Fetcher interface {
+	Fetch(ctx context.Context, req fetch.Request) *fetch.Response
+}
 
 // New prepares a crawl over db: it validates opts, loads what the file
 // knows (seeds, breaker state) and opens the frontier. Run must follow.
@@ -98,10 +110,27 @@ func New(opts Options, db *storage.DB) (*Engine, error) {
 		return nil, err
 	}
 	e.front = front
-	e.fetcher = NewFetcher(FetchOptions{UserAgent: opts.UserAgent, Timeout: opts.Timeout,
-		ConnectTimeout: opts.ConnectTimeout, MaxBody: opts.MaxBody, AllowPrivate: opts.AllowPrivate,
-		MaxConnsPerHost: opts.HostConcurrency, IdleConns: idleConnsFor(opts.Workers), Refuse: e.circuitOpen})
+	e.useFetcher(opts.Fetcher)
 	return e, nil
+}
+
+// useFetcher installs f, or a fetch.Fetcher built from the options when f
+// is nil.
+func (e *Engine) useFetcher(f Fetcher) {
+	o := e.opts
+	if f == nil {
+		f = fetch.New(fetch.Options{UserAgent: o.UserAgent, Timeout: o.Timeout,
+			ConnectTimeout: o.ConnectTimeout, MaxBody: o.MaxBody, AllowPrivate: o.AllowPrivate,
+			MaxConnsPerHost: o.HostConcurrency, IdleConns: idleConnsFor(o.Workers),
+			Refuse: e.circuitOpen, Now: o.Now})
+	}
+	e.fetcher, e.closeHost, e.closeFetcher = f, func(string) {}, func() {}
+	if c, ok := f.(interface{ CloseHost(string) }); ok {
+		e.closeHost = c.CloseHost
+	}
+	if c, ok := f.(interface{ Close() }); ok {
+		e.closeFetcher = c.Close
+	}
 }
 
 // circuitOpen reports whether host's circuit is open. The fetcher closes a
@@ -138,7 +167,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	stop()
 	e.persistBreakers()
 	closeErr := e.front.Close()
-	e.fetcher.Close()
+	e.closeFetcher()
 	counts, cerr := e.db.Counts()
 	sum := Summary{Exhausted: exhausted, Counts: counts, HeldWork: e.front.HeldWork(),
 		Duration: e.opts.Now().Sub(start)}
@@ -191,7 +220,7 @@ func (e *Engine) work(ctx context.Context) bool {
 			}
 			return false
 		}
-		e.process(lease)
+		e.handle(lease)
 	}
 	return false
 }

@@ -50,6 +50,10 @@ type Options struct {
 	RetryMax    time.Duration
 	RetryBudget float64
 
+	// Fetcher makes the requests; nil means a fetch.Fetcher built from
+	// these options. Tests pass a fake.
+	Fetcher Fetcher
+
 	Now    func() time.Time
 	Rand   func() float64
 	Logger *slog.Logger

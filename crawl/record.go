@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"breakwater/breaker"
+	"breakwater/fetch"
 	"breakwater/frontier"
 	"breakwater/storage"
 )
@@ -15,38 +16,43 @@ import (
 // maxRedirects is the longest redirect chain followed from one URL.
 const maxRedirects = 10
 
-// record is the last stage: it feeds the breaker, then ends the lease with a
-// result, a retry, or a return to the queue.
-func (e *Engine) record(l *frontier.Lease, hs *hostState, t breaker.Ticket, resp *Response, v Verdict) {
+// record is the last stage: it feeds the breaker the outcome and decides
+// how the lease ends: with a result, a retry, or a return to the queue.
+func (e *Engine) record(x *exchange, v Verdict) disposition {
 	now := e.opts.Now()
-	e.reportOutcome(t, l, v, now)
+	e.reportOutcome(x.ticket, x.lease.Item.URL, v, now)
+	x.reported = true
 	switch v.Class {
 	case breaker.OK:
-		e.succeeded(l, hs, resp, now)
+		if x.robots {
+			e.storeRobots(x.lease.Item.Host, x.host, x.rules, now)
+			return released() // the URL itself is fetched on its next lease
+		}
+		return e.succeeded(x, now)
 	case breaker.Throttled:
-		e.throttled(l, hs, resp, now)
+		return e.throttled(x, now)
 	case breaker.Refused:
 		// The host is held for a human (see raiseCase); the URL waits in the
 		// queue behind the hold and is fetched once the case is resolved.
-		e.front.Release(l)
+		return held()
 	case breaker.Transient:
-		if resp.Status == 503 && resp.Header.Get("Retry-After") != "" {
-			e.waitRetryAfter(l.Item.Host, hs, resp, now)
+		d := e.retryOrFail(x, v, now)
+		if x.resp != nil && x.resp.Status == 503 && x.resp.Header.Get("Retry-After") != "" {
+			d.hostWait = e.waitRetryAfter(x.host, x.resp, now)
 		}
-		e.retryOrFail(l, v, resp, now)
-	default:
-		r := e.result(l.Item, resp, l.Item.Attempts+1)
-		r.ErrorClass, r.Error = string(v.Class), v.Detail
-		if IsBlocked(resp.Err) {
-			r.ErrorClass = "blocked"
-		}
-		e.finish(l, r, nil)
+		return d
 	}
+	r := e.result(x.lease.Item, x.resp, x.lease.Item.Attempts+1)
+	r.ErrorClass, r.Error = string(v.Class), v.Detail
+	if x.resp != nil && fetch.IsBlocked(x.resp.Err) {
+		r.ErrorClass = "blocked"
+	}
+	return failed(r)
 }
 
 // reportOutcome feeds the breaker the class, never the raw status, and
 // raises a case when the host refused us by name.
-func (e *Engine) reportOutcome(t breaker.Ticket, l *frontier.Lease, v Verdict, now time.Time) {
+func (e *Engine) reportOutcome(t breaker.Ticket, url string, v Verdict, now time.Time) {
 	e.breakers.Report(t, v.Class, v.Detail, now)
 	if t.Probe {
 		// URLs that met the busy probe gate wait for this report, not for
@@ -54,35 +60,35 @@ func (e *Engine) reportOutcome(t breaker.Ticket, l *frontier.Lease, v Verdict, n
 		e.front.Unpark(t.Host, now)
 	}
 	if v.Class == breaker.Refused {
-		e.raiseCase(Case{Host: l.Item.Host, At: now, URL: l.Item.URL, Status: v.Status, Excerpt: v.Excerpt})
+		e.raiseCase(Case{Host: t.Host, At: now, URL: url, Status: v.Status, Excerpt: v.Excerpt})
 	}
 }
 
-func (e *Engine) succeeded(l *frontier.Lease, hs *hostState, resp *Response, now time.Time) {
-	hs.mu.Lock()
-	if ch := hs.pace.Succeeded(now); ch.Changed {
-		e.log.Info("pace recovered", "host", l.Item.Host, "interval", ch.Interval.Seconds())
+func (e *Engine) succeeded(x *exchange, now time.Time) disposition {
+	it, resp := x.lease.Item, x.resp
+	x.host.mu.Lock()
+	if ch := x.host.pace.Succeeded(now); ch.Changed {
+		e.log.Info("pace recovered", "host", it.Host, "interval", ch.Interval.Seconds())
 	}
-	hs.mu.Unlock()
-	r := e.result(l.Item, resp, l.Item.Attempts+1)
+	x.host.mu.Unlock()
+	r := e.result(it, resp, it.Attempts+1)
 	var found []storage.Item
 	if resp.Status >= 300 && resp.Status < 400 {
-		found = e.redirect(l.Item, resp, r)
+		found = e.redirect(it, resp, r)
 	} else if resp.Status >= 200 && resp.Status < 300 {
 		title, links, err := ExtractLinks(resp.URL, resp.ContentType, resp.Body)
 		if err != nil {
-			e.log.Debug("extract links", "url", l.Item.URL, "err", err)
+			e.log.Debug("extract links", "url", it.URL, "err", err)
 		}
 		r.Title, r.Outlinks = title, len(links)
-		found = e.discover(links, l.Item.Depth+1, 0)
+		found = e.discover(links, it.Depth+1, 0)
 	}
-	e.fetched.Add(1)
-	e.finish(l, r, found)
+	return completed(r, found)
 }
 
 // redirect queues a redirect's target like a discovered link (so scope,
 // robots and politeness apply to it) at the same depth.
-func (e *Engine) redirect(it storage.Item, resp *Response, r *storage.Result) []storage.Item {
+func (e *Engine) redirect(it storage.Item, resp *fetch.Response, r *storage.Result) []storage.Item {
 	if resp.Location == "" {
 		return nil
 	}
@@ -114,21 +120,22 @@ func (e *Engine) discover(links []frontier.Link, depth, redirects int) []storage
 
 // throttled handles a 429: the whole host waits out Retry-After, its pace is
 // halved, and the URL goes back to the queue without spending an attempt.
-func (e *Engine) throttled(l *frontier.Lease, hs *hostState, resp *Response, now time.Time) {
-	e.waitRetryAfter(l.Item.Host, hs, resp, now)
-	hs.mu.Lock()
-	hs.throttles++
-	ch := hs.pace.Throttled(now)
-	hs.mu.Unlock()
+func (e *Engine) throttled(x *exchange, now time.Time) disposition {
+	until := e.waitRetryAfter(x.host, x.resp, now)
+	x.host.mu.Lock()
+	x.host.throttles++
+	ch := x.host.pace.Throttled(now)
+	x.host.mu.Unlock()
 	if ch.Changed {
-		e.log.Info("pace reduced", "host", l.Item.Host, "interval", ch.Interval.Seconds(), "status", 429)
+		e.log.Info("pace reduced", "host", x.lease.Item.Host, "interval", ch.Interval.Seconds(), "status", 429)
 	}
-	e.front.Release(l)
+	return parked(until)
 }
 
 // waitRetryAfter makes the whole host wait for the response's Retry-After
-// (30s when absent or garbage, capped at --retry-max).
-func (e *Engine) waitRetryAfter(host string, hs *hostState, resp *Response, now time.Time) {
+// (30s when absent or garbage, capped at --retry-max) and returns the end
+// of the wait, for the scheduler to park the host until then.
+func (e *Engine) waitRetryAfter(hs *hostState, resp *fetch.Response, now time.Time) time.Time {
 	var value string
 	if resp != nil && resp.Header != nil {
 		value = resp.Header.Get("Retry-After")
@@ -139,37 +146,21 @@ func (e *Engine) waitRetryAfter(host string, hs *hostState, resp *Response, now 
 		hs.notBefore = until
 	}
 	hs.mu.Unlock()
-	e.front.Park(host, until)
+	return until
 }
 
 // retryOrFail schedules a transient failure again with backoff and full
 // jitter, through the deferred bucket so no worker waits for it, or records
 // it as failed once its attempts are spent.
-func (e *Engine) retryOrFail(l *frontier.Lease, v Verdict, resp *Response, now time.Time) {
-	it := l.Item
+func (e *Engine) retryOrFail(x *exchange, v Verdict, now time.Time) disposition {
+	it := x.lease.Item
 	it.Attempts++
 	if it.Attempts > e.opts.Retries {
-		r := e.result(l.Item, resp, it.Attempts)
+		r := e.result(x.lease.Item, x.resp, it.Attempts)
 		r.ErrorClass, r.Error = string(v.Class), v.Detail
-		e.finish(l, r, nil)
-		return
+		return failed(r)
 	}
-	e.deferLease(l, it, now.Add(Backoff(it.Attempts, e.opts.RetryBase, e.opts.RetryMax, e.opts.Rand)))
-}
-
-func (e *Engine) deferLease(l *frontier.Lease, it storage.Item, due time.Time) {
-	if err := e.front.Defer(l, it, due); err != nil {
-		e.log.Error("defer", "url", it.URL, "err", err)
-	}
-}
-
-func (e *Engine) finish(l *frontier.Lease, r *storage.Result, found []storage.Item) {
-	if r.URL == "" {
-		r = e.fill(l.Item, r)
-	}
-	if err := e.front.Complete(l, r, found); err != nil {
-		e.log.Error("store result", "url", l.Item.URL, "err", err)
-	}
+	return deferred(it, now.Add(Backoff(it.Attempts, e.opts.RetryBase, e.opts.RetryMax, e.opts.Rand)))
 }
 
 func (e *Engine) fill(it storage.Item, r *storage.Result) *storage.Result {
@@ -184,7 +175,7 @@ func (e *Engine) fill(it storage.Item, r *storage.Result) *storage.Result {
 }
 
 // result describes a response (or its absence) as a stored Result.
-func (e *Engine) result(it storage.Item, resp *Response, attempts int) *storage.Result {
+func (e *Engine) result(it storage.Item, resp *fetch.Response, attempts int) *storage.Result {
 	r := e.fill(it, &storage.Result{Attempts: attempts})
 	if resp == nil {
 		return r

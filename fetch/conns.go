@@ -1,4 +1,4 @@
-package crawl
+package fetch
 
 import (
 	"context"
@@ -21,9 +21,9 @@ type connTracker struct {
 	refuse func(host, port string) bool
 }
 
-// errHostRefused fails a dial that completed for a host the fetcher no
+// ErrHostRefused fails a dial that completed for a host the fetcher no
 // longer talks to (its circuit is open).
-var errHostRefused = errors.New("host refused by its circuit breaker")
+var ErrHostRefused = errors.New("host refused by its circuit breaker")
 
 // trackedConn leaves its tracker when closed, whoever closes it.
 type trackedConn struct {
@@ -57,7 +57,7 @@ func (t *connTracker) wrap(dial dialFunc) dialFunc {
 		// closes it, and one that came before it shows as a refusal here.
 		if t.refuse != nil && t.refuse(tc.host, port) {
 			tc.Close()
-			return nil, fmt.Errorf("dial %s: %w", addr, errHostRefused)
+			return nil, fmt.Errorf("dial %s: %w", addr, ErrHostRefused)
 		}
 		return tc, nil
 	}

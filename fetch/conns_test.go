@@ -1,4 +1,4 @@
-package crawl
+package fetch
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 func mustFetch(t *testing.T, f *Fetcher, url string) {
 	t.Helper()
-	if r := f.Fetch(context.Background(), url); r.Err != nil {
+	if r := f.Get(context.Background(), url); r.Err != nil {
 		t.Fatalf("fetch %s: %v", url, r.Err)
 	}
 }
@@ -26,7 +26,7 @@ func TestFetchCloseHostKeepsOtherHostsConnections(t *testing.T) {
 	t.Parallel()
 	a, aDials := countingServer(t)
 	b, bDials := countingServer(t)
-	f := newTestFetcher(t, testFetchOptions())
+	f := newTestFetcher(t, testOptions())
 	mustFetch(t, f, a.URL)
 	mustFetch(t, f, b.URL)
 	f.CloseHost(strings.TrimPrefix(a.URL, "http://"))
@@ -38,19 +38,19 @@ func TestFetchCloseHostKeepsOtherHostsConnections(t *testing.T) {
 }
 
 // A connection that completes for a host Refuse names is closed, and its
-// request fails with errHostRefused instead of reaching the host.
+// request fails with ErrHostRefused instead of reaching the host.
 func TestFetchRefusedHostIsNotDialled(t *testing.T) {
 	t.Parallel()
 	a, _ := countingServer(t)
 	b, _ := countingServer(t)
 	refused := strings.TrimPrefix(b.URL, "http://")
-	opts := testFetchOptions()
+	opts := testOptions()
 	opts.Refuse = func(host string) bool { return host == refused }
 	f := newTestFetcher(t, opts)
 	mustFetch(t, f, a.URL)
-	r := f.Fetch(context.Background(), b.URL)
-	if !errors.Is(r.Err, errHostRefused) {
-		t.Fatalf("fetch of a refused host: err = %v, want errHostRefused", r.Err)
+	r := f.Get(context.Background(), b.URL)
+	if !errors.Is(r.Err, ErrHostRefused) {
+		t.Fatalf("fetch of a refused host: err = %v, want ErrHostRefused", r.Err)
 	}
 	if n := f.conns.open(); n != 1 {
 		t.Errorf("%d connections tracked, want 1 (to the host not refused)", n)
@@ -115,30 +115,6 @@ func TestCloseHostMatchesPorts(t *testing.T) {
 	}
 }
 
-// A request whose connection was refused because the host's circuit had
-// opened never reached the host: like one cancelled, it is not an attempt.
-func TestRefusedOrCancelledRequestIsCutShort(t *testing.T) {
-	live := context.Background()
-	cancelled, cancel := context.WithCancel(context.Background())
-	cancel()
-	refused := fmt.Errorf("get: %w", fmt.Errorf("dial 127.0.0.1:1: %w", errHostRefused))
-	for _, tc := range []struct {
-		name string
-		ctx  context.Context
-		err  error
-		want bool
-	}{
-		{"refused at dial", live, refused, true},
-		{"cancelled", cancelled, errors.New("context canceled"), true},
-		{"host timed out", live, errors.New("timeout awaiting response headers"), false},
-		{"no error", live, nil, false},
-	} {
-		if got := cutShort(tc.ctx, tc.err); got != tc.want {
-			t.Errorf("%s: cutShort = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
 // Connections under TLS, HTTP/2 included, are tracked like plain ones: the
 // tracker sees the TCP connection the TLS session runs over.
 func TestFetchTracksTLSConnections(t *testing.T) {
@@ -148,10 +124,10 @@ func TestFetchTracksTLSConnections(t *testing.T) {
 	dials := countNewConns(srv.Config)
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	f := newTestFetcher(t, testFetchOptions())
+	f := newTestFetcher(t, testOptions())
 	f.transport.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
 	for range 2 {
-		r := f.Fetch(context.Background(), srv.URL)
+		r := f.Get(context.Background(), srv.URL)
 		if r.Err != nil || string(r.Body) != "HTTP/2.0" {
 			t.Fatalf("fetch over TLS: %q, %v; want HTTP/2.0", r.Body, r.Err)
 		}
@@ -167,7 +143,7 @@ func TestFetchTracksTLSConnections(t *testing.T) {
 	// a moment after CloseHost; a request in that moment fails on the closed
 	// connection. The engine's next request to the host comes after a rest.
 	for tries := 1; ; tries++ {
-		r := f.Fetch(context.Background(), srv.URL)
+		r := f.Get(context.Background(), srv.URL)
 		if r.Err == nil {
 			break
 		}

@@ -1,4 +1,4 @@
-package crawl
+package fetch
 
 import (
 	"errors"
@@ -26,6 +26,10 @@ func (e *BlockedAddressError) Error() string {
 
 // Is makes errors.Is(err, ErrBlockedAddress) true.
 func (e *BlockedAddressError) Is(target error) bool { return target == ErrBlockedAddress }
+
+// IsBlocked reports whether err comes from a dial refused by the address
+// policy (ErrBlockedAddress).
+func IsBlocked(err error) bool { return errors.Is(err, ErrBlockedAddress) }
 
 // cgnat is the shared address space of RFC 6598, not covered by IsPrivate.
 var cgnat = netip.MustParsePrefix("100.64.0.0/10")

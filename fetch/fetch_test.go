@@ -1,7 +1,6 @@
-package crawl
+package fetch
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -13,12 +12,13 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"breakwater/fetch/fetchtest"
 )
 
 const (
@@ -32,14 +32,14 @@ const (
 
 // testFetchOptions allows loopback and uses timeouts long enough that only
 // the tests meant to time out do.
-func testFetchOptions() FetchOptions {
-	return FetchOptions{UserAgent: "Breakwater-test/1.0", Timeout: 10 * time.Second,
+func testOptions() Options {
+	return Options{UserAgent: "Breakwater-test/1.0", Timeout: 10 * time.Second,
 		ConnectTimeout: 5 * time.Second, MaxBody: testMaxBody, AllowPrivate: true}
 }
 
-func newTestFetcher(t *testing.T, o FetchOptions) *Fetcher {
+func newTestFetcher(t *testing.T, o Options) *Fetcher {
 	t.Helper()
-	f := NewFetcher(o)
+	f := New(o)
 	t.Cleanup(f.Close)
 	return f
 }
@@ -51,60 +51,16 @@ func newTestServer(t *testing.T, h http.HandlerFunc) *httptest.Server {
 	return srv
 }
 
-// rawServer serves each connection with handle, for hostile behaviour that
-// net/http's server will not produce. Connections are closed at cleanup.
-func rawServer(t *testing.T, handle func(c net.Conn)) (addr string) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		wg    sync.WaitGroup
-	)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() { handle(c) })
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String()
-}
-
-// readRequestHead consumes a request's header block so that the client is
-// waiting for the response when the handler misbehaves.
-func readRequestHead(c net.Conn) {
-	br := bufio.NewReader(c)
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil || line == "\r\n" {
-			return
-		}
-	}
-}
+var (
+	rawServer       = fetchtest.RawServer
+	readRequestHead = fetchtest.ReadRequestHead
+)
 
 // fetchWithin fetches and fails the test if the fetch outlived limit.
 func fetchWithin(t *testing.T, f *Fetcher, rawURL string, limit time.Duration) *Response {
 	t.Helper()
 	start := time.Now()
-	r := f.Fetch(context.Background(), rawURL)
+	r := f.Get(context.Background(), rawURL)
 	if d := time.Since(start); d > limit {
 		t.Fatalf("Fetch(%s) took %v, want under %v", rawURL, d, limit)
 	}
@@ -119,7 +75,7 @@ func TestFetchOK(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprint(w, "<title>hi</title>")
 	})
-	r := newTestFetcher(t, testFetchOptions()).Fetch(context.Background(), srv.URL+"/page")
+	r := newTestFetcher(t, testOptions()).Get(context.Background(), srv.URL+"/page")
 	if r.Err != nil {
 		t.Fatalf("Fetch: %v", r.Err)
 	}
@@ -143,11 +99,11 @@ func TestFetchDefaultUserAgent(t *testing.T) {
 	srv := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
 		gotUA.Store(r.Header.Get("User-Agent"))
 	})
-	o := testFetchOptions()
+	o := testOptions()
 	o.UserAgent = ""
-	newTestFetcher(t, o).Fetch(context.Background(), srv.URL)
-	if ua := gotUA.Load(); ua != DefaultFetchUserAgent {
-		t.Errorf("server saw User-Agent %q, want %q", ua, DefaultFetchUserAgent)
+	newTestFetcher(t, o).Get(context.Background(), srv.URL)
+	if ua := gotUA.Load(); ua != DefaultUserAgent {
+		t.Errorf("server saw User-Agent %q, want %q", ua, DefaultUserAgent)
 	}
 }
 
@@ -156,9 +112,10 @@ func TestFetchUsesClock(t *testing.T) {
 	srv := newTestServer(t, func(http.ResponseWriter, *http.Request) {})
 	t0 := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 	ticks := []time.Time{t0, t0.Add(1500 * time.Millisecond)}
-	f := newTestFetcher(t, testFetchOptions())
-	f.Now = func() time.Time { now := ticks[0]; ticks = ticks[1:]; return now }
-	r := f.Fetch(context.Background(), srv.URL)
+	o := testOptions()
+	o.Now = func() time.Time { now := ticks[0]; ticks = ticks[1:]; return now }
+	f := newTestFetcher(t, o)
+	r := f.Get(context.Background(), srv.URL)
 	if !r.Started.Equal(t0) || r.Duration != 1500*time.Millisecond {
 		t.Errorf("Started %v Duration %v, want %v and 1.5s", r.Started, r.Duration, t0)
 	}
@@ -188,7 +145,7 @@ func TestFetchDoesNotFollowRedirects(t *testing.T) {
 				w.Header().Set("Location", tt.location)
 				w.WriteHeader(tt.status)
 			})
-			r := newTestFetcher(t, testFetchOptions()).Fetch(context.Background(), srv.URL+"/a/start")
+			r := newTestFetcher(t, testOptions()).Get(context.Background(), srv.URL+"/a/start")
 			want := tt.want
 			if strings.HasPrefix(want, "/") {
 				want = srv.URL + want
@@ -222,7 +179,7 @@ func TestFetchBodyCap(t *testing.T) {
 			srv := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
 				w.Write(bytes.Repeat([]byte("x"), tt.size))
 			})
-			r := newTestFetcher(t, testFetchOptions()).Fetch(context.Background(), srv.URL)
+			r := newTestFetcher(t, testOptions()).Get(context.Background(), srv.URL)
 			if r.Err != nil {
 				t.Fatalf("Fetch: %v", r.Err)
 			}
@@ -243,7 +200,7 @@ func TestFetchEndlessBodyIsCapped(t *testing.T) {
 			}
 		}
 	})
-	r := fetchWithin(t, newTestFetcher(t, testFetchOptions()), srv.URL, hostileDeadline)
+	r := fetchWithin(t, newTestFetcher(t, testOptions()), srv.URL, hostileDeadline)
 	if r.Err != nil || r.Status != 200 || len(r.Body) != testMaxBody || !r.Truncated {
 		t.Errorf("got status %d, %d bytes, truncated %v, err %v; want 200, %d, true, nil",
 			r.Status, len(r.Body), r.Truncated, r.Err, testMaxBody)
@@ -283,7 +240,7 @@ func TestFetchGzipBombIsCappedAfterDecoding(t *testing.T) {
 			}
 		}
 	})
-	f := newTestFetcher(t, testFetchOptions())
+	f := newTestFetcher(t, testOptions())
 
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -345,7 +302,7 @@ func TestFetchHostileServersDoNotHang(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			o := testFetchOptions()
+			o := testOptions()
 			o.Timeout = tt.timeout
 			r := fetchWithin(t, newTestFetcher(t, o), tt.url(t), hostileDeadline)
 			if r.Err == nil {
@@ -362,9 +319,9 @@ func TestFetchBlocksPrivateAddresses(t *testing.T) {
 	t.Parallel()
 	var hits atomic.Int32
 	srv := newTestServer(t, func(http.ResponseWriter, *http.Request) { hits.Add(1) })
-	o := testFetchOptions()
+	o := testOptions()
 	o.AllowPrivate = false
-	r := newTestFetcher(t, o).Fetch(context.Background(), srv.URL)
+	r := newTestFetcher(t, o).Get(context.Background(), srv.URL)
 	if !errors.Is(r.Err, ErrBlockedAddress) || !IsBlocked(r.Err) {
 		t.Fatalf("err = %v, want ErrBlockedAddress through the http error chain", r.Err)
 	}
@@ -375,9 +332,9 @@ func TestFetchBlocksPrivateAddresses(t *testing.T) {
 
 func TestFetchBadURL(t *testing.T) {
 	t.Parallel()
-	f := newTestFetcher(t, testFetchOptions())
+	f := newTestFetcher(t, testOptions())
 	for _, raw := range []string{"http://exa mple.com/", "ftp://127.0.0.1/", ""} {
-		if r := f.Fetch(context.Background(), raw); r.Err == nil || r.Status != 0 || r.URL != raw {
+		if r := f.Get(context.Background(), raw); r.Err == nil || r.Status != 0 || r.URL != raw {
 			t.Errorf("Fetch(%q) = status %d err %v, want an error", raw, r.Status, r.Err)
 		}
 	}
@@ -388,7 +345,7 @@ func TestFetchCanceledContext(t *testing.T) {
 	srv := newTestServer(t, func(http.ResponseWriter, *http.Request) {})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r := newTestFetcher(t, testFetchOptions()).Fetch(ctx, srv.URL)
+	r := newTestFetcher(t, testOptions()).Get(ctx, srv.URL)
 	if !errors.Is(r.Err, context.Canceled) || r.Status != 0 {
 		t.Errorf("got status %d err %v, want context.Canceled", r.Status, r.Err)
 	}
@@ -418,9 +375,9 @@ func countingServer(t *testing.T) (srv *httptest.Server, dials *atomic.Int32) {
 func TestFetchReusesConnections(t *testing.T) {
 	t.Parallel()
 	srv, dials := countingServer(t)
-	f := newTestFetcher(t, testFetchOptions())
+	f := newTestFetcher(t, testOptions())
 	for i := range 3 {
-		if r := f.Fetch(context.Background(), srv.URL); r.Err != nil {
+		if r := f.Get(context.Background(), srv.URL); r.Err != nil {
 			t.Fatalf("fetch %d: %v", i, r.Err)
 		}
 	}
@@ -448,13 +405,13 @@ func TestFetchIdlePoolCoversHostsInRotation(t *testing.T) {
 		urls[i] = "http://" + ln.Addr().String() + "/"
 	}
 	for _, tc := range []struct{ idle, wantDials int }{{hosts, hosts}, {hosts / 2, 2 * hosts}} {
-		opts := testFetchOptions()
+		opts := testOptions()
 		opts.IdleConns = tc.idle
 		f := newTestFetcher(t, opts)
 		dials.Store(0)
 		for pass := range 2 {
 			for _, u := range urls {
-				if r := f.Fetch(context.Background(), u); r.Err != nil {
+				if r := f.Get(context.Background(), u); r.Err != nil {
 					t.Fatalf("pass %d, %s: %v", pass, u, r.Err)
 				}
 			}
@@ -471,12 +428,12 @@ func TestFetchIdlePoolCoversHostsInRotation(t *testing.T) {
 func TestFetchIdleTimeoutClosesConnections(t *testing.T) {
 	t.Parallel()
 	srv, dials := countingServer(t)
-	opts := testFetchOptions()
+	opts := testOptions()
 	opts.IdleTimeout = 500 * time.Millisecond
 	f := newTestFetcher(t, opts)
 	for i, pause := range []time.Duration{0, 0, 1500 * time.Millisecond} {
 		time.Sleep(pause)
-		if r := f.Fetch(context.Background(), srv.URL); r.Err != nil {
+		if r := f.Get(context.Background(), srv.URL); r.Err != nil {
 			t.Fatalf("fetch %d: %v", i, r.Err)
 		}
 	}
@@ -491,8 +448,8 @@ func TestFetcherCloseLeavesNoGoroutines(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "ok")
 	}))
-	f := NewFetcher(testFetchOptions())
-	if r := f.Fetch(context.Background(), srv.URL); r.Err != nil {
+	f := New(testOptions())
+	if r := f.Get(context.Background(), srv.URL); r.Err != nil {
 		t.Fatalf("Fetch: %v", r.Err)
 	}
 	f.Close()

@@ -1,4 +1,4 @@
-package crawl
+package fetch
 
 import (
 	"bytes"
@@ -12,29 +12,32 @@ import (
 	"breakwater/frontier"
 )
 
-// Defaults applied by NewFetcher to zero FetchOptions fields.
+// Defaults applied by New to zero Options fields. The crawl's own defaults
+// (crawl.DefaultOptions) are built from these.
 const (
-	DefaultFetchUserAgent            = "Breakwater"
-	DefaultFetchTimeout              = 30 * time.Second
-	DefaultFetchConnectTimeout       = 10 * time.Second
-	DefaultFetchMaxBody        int64 = 10 << 20
+	DefaultUserAgent            = "Breakwater"
+	DefaultTimeout              = 30 * time.Second
+	DefaultConnectTimeout       = 10 * time.Second
+	DefaultMaxBody        int64 = 10 << 20
+	DefaultIdleConns            = 256
+	DefaultIdleTimeout          = 5 * time.Second
 )
 
 // maxResponseHeaderBytes caps a response's header block: a server sending
 // endless headers must not grow our memory.
 const maxResponseHeaderBytes = 1 << 20
 
-// FetchOptions configures a Fetcher. The zero value is usable.
-type FetchOptions struct {
-	// UserAgent is sent on every request; "" means DefaultFetchUserAgent.
+// Options configures a Fetcher. The zero value is usable.
+type Options struct {
+	// UserAgent is sent on every request; "" means DefaultUserAgent.
 	UserAgent string
-	// Timeout bounds the whole request, body included; 0 means DefaultFetchTimeout.
+	// Timeout bounds the whole request, body included; 0 means DefaultTimeout.
 	Timeout time.Duration
 	// ConnectTimeout bounds the TCP connect and, separately, the TLS
-	// handshake; 0 means DefaultFetchConnectTimeout.
+	// handshake; 0 means DefaultConnectTimeout.
 	ConnectTimeout time.Duration
 	// MaxBody is the number of body bytes kept, after decompression;
-	// 0 or less means DefaultFetchMaxBody.
+	// 0 or less means DefaultMaxBody.
 	MaxBody int64
 	// AllowPrivate permits loopback, private and link-local addresses
 	// (tests, intranet crawls). Off, such dials fail with ErrBlockedAddress.
@@ -43,13 +46,13 @@ type FetchOptions struct {
 	// politeness layer already bounds concurrency per host).
 	MaxConnsPerHost int
 	// IdleConns caps the idle connections kept for reuse, all hosts
-	// together; 0 means DefaultFetchIdleConns. The scheduler takes each
+	// together; 0 means DefaultIdleConns. The scheduler takes each
 	// host in turn, so a pool smaller than the hosts in rotation evicts
 	// every connection before its host comes round again, and each
 	// request dials anew (a TLS handshake on https).
 	IdleConns int
 	// IdleTimeout closes a connection idle that long; 0 means
-	// DefaultFetchIdleTimeout. A host in rotation is asked again within
+	// DefaultIdleTimeout. A host in rotation is asked again within
 	// its politeness delay; the connections of hosts the crawl is done
 	// with should not hold memory until the pool is full.
 	IdleTimeout time.Duration
@@ -57,34 +60,40 @@ type FetchOptions struct {
 	// host key it was dialled for (see hostKeysFor): true closes it and
 	// fails the dial. The crawl refuses hosts whose circuit is open.
 	Refuse func(hostKey string) bool
+	// Now is the clock for Response.Started and Duration; nil means time.Now.
+	Now func() time.Time
 }
 
-// Idle pool defaults of a Fetcher whose options leave them unset.
-const (
-	DefaultFetchIdleConns   = 256
-	DefaultFetchIdleTimeout = 5 * time.Second
-)
-
-func (o FetchOptions) withDefaults() FetchOptions {
+func (o Options) withDefaults() Options {
 	if o.UserAgent == "" {
-		o.UserAgent = DefaultFetchUserAgent
+		o.UserAgent = DefaultUserAgent
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = DefaultFetchTimeout
+		o.Timeout = DefaultTimeout
 	}
 	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = DefaultFetchConnectTimeout
+		o.ConnectTimeout = DefaultConnectTimeout
 	}
 	if o.MaxBody <= 0 {
-		o.MaxBody = DefaultFetchMaxBody
+		o.MaxBody = DefaultMaxBody
 	}
 	if o.IdleConns <= 0 {
-		o.IdleConns = DefaultFetchIdleConns
+		o.IdleConns = DefaultIdleConns
 	}
 	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = DefaultFetchIdleTimeout
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	return o
+}
+
+// Request is one GET to make. Header adds to (and overrides) the headers
+// every request carries, such as User-Agent.
+type Request struct {
+	URL    string
+	Header http.Header
 }
 
 // Response is the outcome of one Fetch. An HTTP error status is data, not an
@@ -107,17 +116,14 @@ type Response struct {
 // enqueues a 3xx's Location like any other link, so every hop passes through
 // scope, robots and politeness. A Fetcher is safe for concurrent use.
 type Fetcher struct {
-	// Now is the clock for Started and Duration; nil means time.Now.
-	Now func() time.Time
-
-	opts      FetchOptions
+	opts      Options
 	transport *http.Transport
 	client    *http.Client
 	conns     *connTracker
 }
 
-// NewFetcher returns a Fetcher with its own connection pool.
-func NewFetcher(o FetchOptions) *Fetcher {
+// New returns a Fetcher with its own connection pool.
+func New(o Options) *Fetcher {
 	o = o.withDefaults()
 	conns := &connTracker{}
 	if o.Refuse != nil {
@@ -140,7 +146,6 @@ func NewFetcher(o FetchOptions) *Fetcher {
 		// itself, and the body cap applies to the decoded bytes.
 	}
 	return &Fetcher{
-		Now:       time.Now,
 		opts:      o,
 		transport: tr,
 		conns:     conns,
@@ -160,11 +165,17 @@ func idleConnsPerHost(maxConns int) int {
 	return 4
 }
 
-// Fetch GETs rawURL. It never returns nil and never panics on hostile input:
-// the body is capped at MaxBody and the whole exchange at Timeout.
-func (f *Fetcher) Fetch(ctx context.Context, rawURL string) *Response {
-	r := &Response{URL: rawURL, Started: f.now()}
-	defer func() { r.Duration = f.now().Sub(r.Started) }()
+// Get is Fetch of a plain GET of rawURL.
+func (f *Fetcher) Get(ctx context.Context, rawURL string) *Response {
+	return f.Fetch(ctx, Request{URL: rawURL})
+}
+
+// Fetch makes one request. It never returns nil and never panics on hostile
+// input: the body is capped at MaxBody and the whole exchange at Timeout.
+func (f *Fetcher) Fetch(ctx context.Context, in Request) *Response {
+	rawURL := in.URL
+	r := &Response{URL: rawURL, Started: f.opts.Now()}
+	defer func() { r.Duration = f.opts.Now().Sub(r.Started) }()
 
 	ctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
 	defer cancel()
@@ -174,6 +185,9 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) *Response {
 		return r
 	}
 	req.Header.Set("User-Agent", f.opts.UserAgent)
+	for name, values := range in.Header {
+		req.Header[http.CanonicalHeaderKey(name)] = values
+	}
 	resp, err := f.client.Do(req)
 	if err != nil {
 		r.Err = err // a *url.Error already names the method and URL
@@ -204,13 +218,6 @@ func (f *Fetcher) CloseHost(host string) { f.conns.closeHost(host) }
 
 // Close releases idle connections. In-flight fetches are not interrupted.
 func (f *Fetcher) Close() { f.CloseIdle() }
-
-func (f *Fetcher) now() time.Time {
-	if f.Now == nil {
-		return time.Now()
-	}
-	return f.Now()
-}
 
 // readCapped reads at most limit bytes. It asks for one byte more to learn
 // whether the body was longer, without reading the rest.

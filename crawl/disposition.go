@@ -1,0 +1,150 @@
+package crawl
+
+import (
+	"fmt"
+	"time"
+
+	"breakwater/breaker"
+	"breakwater/fetch"
+	"breakwater/frontier"
+	"breakwater/robots"
+	"breakwater/storage"
+)
+
+// exchange is one lease on its way down the request path: what the stages
+// have learnt so far, and what settle must undo when the lease ends.
+type exchange struct {
+	lease *frontier.Lease
+	host  *hostState
+	// reserved: the lease holds one of --max-pages (see reservePage).
+	reserved bool
+	// robots: the lease fetches the host's robots.txt instead of its URL,
+	// and holds one of the host's robots.txt attempts until it ends.
+	robots bool
+	// ticket is the breaker's admission; reported once an outcome is fed
+	// to the breaker. An unreported ticket is given back by settle.
+	ticket   breaker.Ticket
+	admitted bool
+	reported bool
+	// requested: a request for the page itself went out (the page counts
+	// toward --max-pages).
+	requested bool
+
+	resp  *fetch.Response
+	rules *robots.Rules // robots.txt lease: the rules obtained, if any
+	// robotsErr is why a robots.txt lease obtained no rules.
+	robotsErr error
+}
+
+// ending says how a lease ends. The zero value gives it back untouched.
+type ending int
+
+const (
+	// giveBack returns the URL to the front of its host's queue, unattempted.
+	giveBack ending = iota
+	// parkHost gives the URL back and keeps its host from being offered
+	// before until: a breaker rest, a Retry-After, a politeness wait.
+	parkHost
+	// holdHost gives the URL back and keeps its host from being offered
+	// until a person releases it (a pause or a case).
+	holdHost
+	// deferURL parks the URL alone until until, in the deferred bucket;
+	// item carries its attempts, counted or not.
+	deferURL
+	// complete stores result and queues the links found (a fetched page,
+	// or a URL failed for good).
+	complete
+	// giveUpHost gives the URL back and records every queued URL of the
+	// host as host-down: it has been unreachable for --give-up-after.
+	giveUpHost
+)
+
+// disposition is what a stage decided should happen to its lease. Every
+// stage that ends the request path returns one; settle alone carries it out.
+type disposition struct {
+	ending ending
+	until  time.Time       // parkHost, deferURL
+	item   storage.Item    // deferURL
+	result *storage.Result // complete
+	found  []storage.Item  // complete
+	// hostWait, if set, also parks the host until then (a 503's Retry-After).
+	hostWait time.Time
+}
+
+func (d disposition) String() string {
+	switch d.ending {
+	case giveBack:
+		return "give back"
+	case parkHost:
+		return "park host until " + d.until.Format(time.RFC3339Nano)
+	case holdHost:
+		return "hold host"
+	case deferURL:
+		return fmt.Sprintf("defer until %s (attempts %d)", d.until.Format(time.RFC3339Nano), d.item.Attempts)
+	case complete:
+		return fmt.Sprintf("complete (class %q, %d found)", d.result.ErrorClass, len(d.found))
+	case giveUpHost:
+		return "give up on host"
+	}
+	return fmt.Sprintf("ending(%d)", int(d.ending))
+}
+
+func released() disposition                { return disposition{ending: giveBack} }
+func parked(until time.Time) disposition   { return disposition{ending: parkHost, until: until} }
+func held() disposition                    { return disposition{ending: holdHost} }
+func givenUp() disposition                 { return disposition{ending: giveUpHost} }
+func failed(r *storage.Result) disposition { return disposition{ending: complete, result: r} }
+
+func deferred(it storage.Item, until time.Time) disposition {
+	return disposition{ending: deferURL, item: it, until: until}
+}
+
+func completed(r *storage.Result, found []storage.Item) disposition {
+	return disposition{ending: complete, result: r, found: found}
+}
+
+// settle ends x's lease as d says. It is the one place a lease ends, and
+// it gives back what the stages took and did not use: an unreported
+// breaker ticket (a neutral outcome frees a probe gate), a robots.txt
+// attempt, a --max-pages reservation whose page was never requested.
+func (e *Engine) settle(x *exchange, d disposition) {
+	l := x.lease
+	now := e.opts.Now()
+	if x.admitted && !x.reported {
+		e.breakers.Report(x.ticket, breaker.Permanent, "not attempted", now)
+	}
+	if x.robots {
+		e.robotsDone(x.host)
+	}
+	if x.reserved && !x.requested {
+		e.unreservePage()
+	}
+	if !d.hostWait.IsZero() {
+		e.front.Park(l.Item.Host, d.hostWait)
+	}
+	var err error
+	switch d.ending {
+	case giveBack:
+		e.front.Release(l)
+	case parkHost:
+		e.front.Park(l.Item.Host, d.until)
+		e.front.Release(l)
+	case holdHost:
+		e.front.Hold(l.Item.Host)
+		e.front.Release(l)
+	case deferURL:
+		err = e.front.Defer(l, d.item, d.until)
+	case complete:
+		r := d.result
+		if r.URL == "" {
+			r = e.fill(l.Item, r)
+		}
+		err = e.front.Complete(l, r, d.found)
+	case giveUpHost:
+		e.front.Release(l)
+		e.giveUp(l.Item.Host, now)
+	}
+	if err != nil {
+		e.log.Error("end lease", "url", l.Item.URL, "ending", d.String(), "err", err)
+	}
+}

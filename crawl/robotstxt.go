@@ -1,0 +1,144 @@
+package crawl
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"breakwater/breaker"
+	"breakwater/fetch"
+	"breakwater/frontier"
+	"breakwater/robots"
+	"breakwater/storage"
+)
+
+// errHopNotNow ends a robots.txt fetch whose redirect leads to a host that
+// may not be asked now (its circuit is open, or politeness says wait).
+var errHopNotNow = errors.New("robots.txt redirect target may not be asked now")
+
+// fetchRobots is the request stage of a robots.txt lease. It follows the
+// redirects itself (RFC 9309 §2.3.1.2), and a hop to another host goes
+// through that host's breaker and politeness like any request to it: when
+// either says not now, the fetch stops there without touching the host,
+// and the lease's host waits until until. The last response is the one
+// classified, for the lease's host.
+func (e *Engine) fetchRobots(ctx context.Context, x *exchange) (until time.Time, wait bool) {
+	host := x.lease.Item.Host
+	get := func(ctx context.Context, url string) (int, string, []byte, error) {
+		target, err := frontier.HostKey(url)
+		switch {
+		case err != nil:
+			return 0, "", nil, err
+		case target == host:
+			x.resp = e.fetcher.Fetch(ctx, fetch.Request{URL: url})
+		default:
+			resp, at, ok := e.hop(ctx, target, url)
+			if !ok {
+				until, wait = at, true
+				return 0, "", nil, errHopNotNow
+			}
+			x.resp = resp
+		}
+		return x.resp.Status, x.resp.Header.Get("Location"), x.resp.Body, x.resp.Err
+	}
+	scheme := "http"
+	if strings.HasPrefix(x.lease.Item.URL, "https://") {
+		scheme = "https"
+	}
+	x.rules, x.robotsErr = robots.Fetch(ctx, get, scheme, host, e.opts.Now())
+	if wait {
+		return until, true
+	}
+	if x.resp == nil || !cutShort(ctx, x.resp.Err) {
+		x.host.mu.Lock()
+		x.host.robotsFailed = x.robotsErr != nil
+		x.host.mu.Unlock()
+	}
+	return time.Time{}, false
+}
+
+// hop makes one robots.txt redirect hop to another host, admitted by that
+// host's breaker and paced by its politeness, and feeds the outcome to its
+// breaker. ok is false, and until says when to ask again, when the host
+// may not be asked now; nothing was sent to it then.
+func (e *Engine) hop(ctx context.Context, host, url string) (resp *fetch.Response, until time.Time, ok bool) {
+	now := e.opts.Now()
+	d := e.breakers.Admit(host, now)
+	if !d.Allowed {
+		if d.RetryAt.IsZero() { // held for a person: ask again after a rest
+			return nil, now.Add(e.opts.Breaker.Rest), false
+		}
+		return nil, d.RetryAt, false
+	}
+	hs := e.hosts.get(host, now)
+	hs.mu.Lock()
+	if wait := hs.wait(now); wait > 0 {
+		hs.mu.Unlock()
+		e.breakers.Report(d.Ticket, breaker.Permanent, "not attempted", now)
+		return nil, now.Add(wait), false
+	}
+	hs.pace.Take(now)
+	hs.mu.Unlock()
+	resp = e.fetcher.Fetch(ctx, fetch.Request{URL: url})
+	now = e.opts.Now()
+	if cutShort(ctx, resp.Err) {
+		e.breakers.Report(d.Ticket, breaker.Permanent, "not attempted", now)
+	} else {
+		e.reportOutcome(d.Ticket, url, Classify(resp, e.token), now)
+	}
+	return resp, time.Time{}, true
+}
+
+// robotsFor returns the host's usable rules, or fetch=true when this worker
+// must fetch them (it then holds the host's robots fetch), or neither when
+// another worker is already fetching.
+func (e *Engine) robotsFor(host string, hs *hostState, now time.Time) (*robots.Rules, bool) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.rules == nil && !hs.robotsChecked {
+		hs.robotsChecked = true
+		if data, err := e.db.Robots(host); err == nil {
+			if r, err := robots.Unmarshal(data); err == nil {
+				e.setRulesLocked(hs, r, now)
+			}
+		}
+	}
+	if hs.rules != nil && !hs.rules.Expired(now, robots.DefaultTTL) {
+		return hs.rules, false
+	}
+	// One attempt at a time while the host may be healthy: its other URLs
+	// wait for the rules. Once an attempt has failed, each URL makes its own
+	// attempt (still at most --host-concurrency at once, paced and admitted
+	// like any request): otherwise a dead host's URLs would fail one timeout
+	// at a time, and its breaker would take threshold x timeout to open.
+	if hs.robotsFetching > 0 && !hs.robotsFailed {
+		return nil, false
+	}
+	hs.robotsFetching++
+	return nil, true
+}
+
+func (e *Engine) setRulesLocked(hs *hostState, r *robots.Rules, now time.Time) {
+	hs.rules = r
+	hs.floor = max(e.opts.Delay, r.CrawlDelay(e.token))
+	hs.pace.SetFloor(hs.floor, now)
+}
+
+func (e *Engine) robotsDone(hs *hostState) {
+	hs.mu.Lock()
+	hs.robotsFetching--
+	hs.mu.Unlock()
+}
+
+func (e *Engine) storeRobots(host string, hs *hostState, r *robots.Rules, now time.Time) {
+	hs.mu.Lock()
+	e.setRulesLocked(hs, r, now)
+	hs.mu.Unlock()
+	data, err := r.MarshalBinary()
+	if err != nil {
+		e.log.Warn("encode robots.txt", "host", host, "err", err)
+		return
+	}
+	e.submit(func(b *storage.Batch) { b.PutRobots(host, data) })
+}
