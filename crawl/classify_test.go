@@ -323,6 +323,7 @@ type timeoutError struct{}
 func (timeoutError) Error() string   { return "i/o timeout" }
 func (timeoutError) Timeout() bool   { return true }
 func (timeoutError) Temporary() bool { return true }
+
 // A request whose connection was refused because the host's circuit had
 // opened never reached the host: like one cancelled, it is not an attempt.
 func TestRefusedOrCancelledRequestIsCutShort(t *testing.T) {
@@ -346,4 +347,3 @@ func TestRefusedOrCancelledRequestIsCutShort(t *testing.T) {
 		}
 	}
 }
-

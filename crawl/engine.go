@@ -15,6 +15,7 @@ import (
 	"breakwater/breaker"
 	"breakwater/fetch"
 	"breakwater/frontier"
+	"breakwater/robots"
 	"breakwater/storage"
 )
 
@@ -87,15 +88,10 @@ func New(opts Options, db *storage.DB) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	e := &Engine{opts: opts, db: db, token: productToken(opts.UserAgent), log: opts.Logger,
+	e := &Engine{opts: opts, db: db, token: robots.ProductToken(opts.UserAgent), log: opts.Logger,
 		hosts: newHostTable(opts.Delay)}
 	e.budget = NewRetryBudget(opts.RetryBudget, time.Minute, 3)
-	cfg := opts.Breaker
-	cfg.Disabled = !opts.BreakerEnabled
-	if cfg.ProbeTimeout == 0 {
-		cfg.ProbeTimeout = opts.Timeout + 15*time.Second
-	}
-	e.breakers = breaker.NewRegistry(cfg, e.onTransition)
+	e.breakers = breaker.NewRegistry(opts.breakerConfig(), e.onTransition)
 	if err := e.loadBreakers(); err != nil {
 		return nil, err
 	}

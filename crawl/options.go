@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strings"
 	"time"
 
 	"breakwater/breaker"
+	"breakwater/fetch"
+	"breakwater/robots"
 )
 
 // Scope values: which discovered links are followed.
@@ -16,44 +19,94 @@ const (
 	ScopeAny    = "any"    // everything
 )
 
-// Options configure a crawl. DefaultOptions documents every default; main
-// binds its flags to a copy of it.
+// Options configure a crawl. DefaultOptions returns every default; main
+// binds its flags to a copy of it. New rejects a zero Options: start from
+// DefaultOptions. Where a field says what zero means, zero is valid.
 type Options struct {
-	DB              string
-	Seeds           []string
-	SeedsFile       string // one URL a line, streamed (see ReadSeeds)
-	Workers         int
+	// DB is the database file's path, for main's benefit; the engine is
+	// handed the open file. Default "breakwater.db".
+	DB string
+	// Seeds are seed URLs; SeedsFile is a file of them, one a line,
+	// streamed (see ForEachSeed). A resumed crawl needs neither.
+	Seeds     []string
+	SeedsFile string
+	// Workers is the number of concurrent fetches, all hosts together.
+	// Default 32; at least 1.
+	Workers int
+	// HostConcurrency caps the requests in flight to one host. Default 1.
 	HostConcurrency int
-	Delay           time.Duration // minimum gap between request starts to one host
-	Scope           string
-	MaxDepth        int // -1: unlimited; 0: seeds only
-	MaxPages        int // 0: unlimited
-	Include         []*regexp.Regexp
-	Exclude         []*regexp.Regexp
-	UserAgent       string
-	Timeout         time.Duration // whole request including body
-	ConnectTimeout  time.Duration
-	MaxBody         int64
-	AllowPrivate    bool
-	MaxDuration     time.Duration // 0: no limit
+	// Delay is the least time between two request starts to one host;
+	// robots.txt's Crawl-delay wins when larger. Default 1s; zero means no
+	// gap beyond the pace a 429 imposes.
+	Delay time.Duration
+	// Scope says which discovered links are followed: ScopeSeeds (the
+	// default), ScopeDomain or ScopeAny.
+	Scope string
+	// MaxDepth is the number of link hops from a seed to follow: -1 (the
+	// default) means unlimited, 0 seeds only.
+	MaxDepth int
+	// MaxPages stops the run after this many pages were attempted; zero
+	// (the default) means no limit. Retries do not count.
+	MaxPages int
+	// Include, if any, keeps only discovered URLs matching one of them;
+	// Exclude drops those matching any. Both empty by default.
+	Include []*regexp.Regexp
+	Exclude []*regexp.Regexp
+	// UserAgent is sent with every request; its first word, before "/", is
+	// the product token robots.txt groups and refusals are matched against
+	// (see robots.ProductToken). Default "breakwater/" + Version.
+	UserAgent string
+	// Timeout bounds a whole request, body included. Default
+	// fetch.DefaultTimeout (30s).
+	Timeout time.Duration
+	// ConnectTimeout bounds the TCP connect and the TLS handshake. Default
+	// fetch.DefaultConnectTimeout (10s).
+	ConnectTimeout time.Duration
+	// MaxBody is the number of body bytes kept per response, after
+	// decompression. Default fetch.DefaultMaxBody (10 MiB).
+	MaxBody int64
+	// AllowPrivate permits loopback, private and link-local addresses.
+	// Default false: the dialler refuses them.
+	AllowPrivate bool
+	// MaxDuration stops the run cleanly after this long; zero (the
+	// default) means no limit.
+	MaxDuration time.Duration
 	// StopGrace is how long in-flight requests may run after a stop before
-	// they are cancelled and their URLs returned to the queue.
+	// they are cancelled and their URLs returned to the queue. Default 5s;
+	// zero cancels them at once.
 	StopGrace time.Duration
 
+	// BreakerEnabled turns the automatic circuit breakers on (the
+	// default); off, operator pauses and refusal cases still hold hosts.
 	BreakerEnabled bool
-	Breaker        breaker.Config
-	GiveUpAfter    time.Duration
-	RetryFailed    bool
+	// Breaker tunes every host's breaker; zero fields take the breaker
+	// package's defaults (8 failures, 5m rest, no escalation, 2 probes).
+	// Its ProbeTimeout is always Timeout + ProbeSlack: a probe outlives
+	// its request only by the slack.
+	Breaker breaker.Config
+	// GiveUpAfter records a host's queued URLs as host-down once it has
+	// been open this long while the crawl was running. Default 30m.
+	GiveUpAfter time.Duration
+	// RetryFailed puts URLs recorded as failed back in the queue first.
+	RetryFailed bool
 
-	Retries     int
-	RetryBase   time.Duration
-	RetryMax    time.Duration
+	// Retries is the number of further attempts after a transient
+	// failure. Default 3; zero means none.
+	Retries int
+	// RetryBase and RetryMax bound the exponential backoff with full
+	// jitter; RetryMax also caps Retry-After. Defaults 2s and 10m.
+	RetryBase time.Duration
+	RetryMax  time.Duration
+	// RetryBudget is the retries one host may make as a fraction of its
+	// first attempts over a minute (plus a few a minute). Default 0.2.
 	RetryBudget float64
 
-	// Fetcher makes the requests; nil means a fetch.Fetcher built from
-	// these options. Tests pass a fake.
+	// Fetcher makes the requests; nil (the default) means a fetch.Fetcher
+	// built from these options. Tests pass a fake.
 	Fetcher Fetcher
-
+	// Now is the clock; nil means time.Now. Rand returns numbers in [0, 1)
+	// for jitter; nil means math/rand/v2's Float64. Logger receives the
+	// crawl's logs; nil means slog.Default().
 	Now    func() time.Time
 	Rand   func() float64
 	Logger *slog.Logger
@@ -67,6 +120,10 @@ type Options struct {
 // Version is the crawler's version, used in the default User-Agent.
 const Version = "0.1.0"
 
+// ProbeSlack is how long a half-open host's probe may outlive its request
+// timeout before the probe gate lets another through.
+const ProbeSlack = 15 * time.Second
+
 // DefaultOptions returns the documented defaults.
 func DefaultOptions() Options {
 	return Options{
@@ -77,18 +134,28 @@ func DefaultOptions() Options {
 		Scope:           ScopeSeeds,
 		MaxDepth:        -1,
 		UserAgent:       "breakwater/" + Version,
-		Timeout:         30 * time.Second,
-		ConnectTimeout:  10 * time.Second,
-		MaxBody:         10 << 20,
+		Timeout:         fetch.DefaultTimeout,
+		ConnectTimeout:  fetch.DefaultConnectTimeout,
+		MaxBody:         fetch.DefaultMaxBody,
 		StopGrace:       5 * time.Second,
 		BreakerEnabled:  true,
-		Breaker:         breaker.Config{Threshold: 8, Rest: 5 * time.Minute, Probes: 2},
-		GiveUpAfter:     30 * time.Minute,
-		Retries:         3,
-		RetryBase:       2 * time.Second,
-		RetryMax:        10 * time.Minute,
-		RetryBudget:     0.2,
+		Breaker: breaker.Config{Threshold: breaker.DefaultThreshold, Rest: breaker.DefaultRest,
+			Probes: breaker.DefaultProbes},
+		GiveUpAfter: 30 * time.Minute,
+		Retries:     3,
+		RetryBase:   2 * time.Second,
+		RetryMax:    10 * time.Minute,
+		RetryBudget: 0.2,
 	}
+}
+
+// breakerConfig is the registry's configuration: the options' with the
+// probe timeout tied to the request timeout.
+func (o *Options) breakerConfig() breaker.Config {
+	cfg := o.Breaker
+	cfg.Disabled = !o.BreakerEnabled
+	cfg.ProbeTimeout = o.Timeout + ProbeSlack
+	return cfg
 }
 
 // Validate reports the first option that cannot work, naming it.
@@ -112,8 +179,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--max-body must be positive, got %d", o.MaxBody)
 	case o.MaxDuration < 0:
 		return fmt.Errorf("--max-duration must not be negative, got %s", o.MaxDuration)
-	case o.UserAgent == "" || productToken(o.UserAgent) == "":
-		return fmt.Errorf("--user-agent %q has no product token (the word before the first /)", o.UserAgent)
+	case checkProductToken(o.UserAgent) != nil:
+		return checkProductToken(o.UserAgent)
 	case o.Retries < 0:
 		return fmt.Errorf("--retries must not be negative, got %d", o.Retries)
 	case o.RetryBase <= 0 || o.RetryMax < o.RetryBase:
@@ -130,25 +197,15 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// productToken is the first word of the User-Agent before "/", lower-cased:
-// the name robots.txt groups and refusals are matched against.
-func productToken(userAgent string) string {
-	tok := userAgent
-	for i, c := range userAgent {
-		if c == '/' || c == ' ' {
-			tok = userAgent[:i]
-			break
-		}
+// checkProductToken makes sure the User-Agent's first word is a product
+// token as RFC 9309 defines it (letters, "-" and "_"): otherwise robots.txt
+// groups would be matched against only a part of the name a host sees.
+func checkProductToken(userAgent string) error {
+	first, _, _ := strings.Cut(userAgent, "/")
+	first, _, _ = strings.Cut(first, " ")
+	tok := robots.ProductToken(userAgent)
+	if first == "" || len(tok) != len(first) {
+		return fmt.Errorf("--user-agent %q: its product token %q (the word before the first /) may only contain letters, '-' and '_' (RFC 9309 §2.2.1)", userAgent, first)
 	}
-	return toLowerASCII(tok)
-}
-
-func toLowerASCII(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
+	return nil
 }

@@ -45,13 +45,13 @@ const (
 // The zero Pace is not usable; use NewPace. A Pace is not safe for
 // concurrent use.
 type Pace struct {
-	floorGap time.Duration // politeness floor as a gap; 0 means unlimited
-	floor    rate.Limit    // fastest allowed rate: Every(floorGap)
-	limit    rate.Limit    // current rate, never above floor
-	lim      *rate.Limiter // nil while limit is rate.Inf
-	lastTake time.Time     // start of the latest request, zero if none
-	run      int           // consecutive successes since the last change
-	hold     time.Time     // throttles before this are absorbed
+	floorGap    time.Duration // politeness floor as a gap; 0 means unlimited
+	floor       rate.Limit    // fastest allowed rate: Every(floorGap)
+	limit       rate.Limit    // current rate, never above floor
+	lim         *rate.Limiter // nil while limit is rate.Inf
+	lastTake    time.Time     // start of the latest request, zero if none
+	run         int           // consecutive successes since the last change
+	absorbUntil time.Time     // throttles before this are absorbed
 }
 
 // PaceChange reports what a feedback call did to the pace, so the caller can
@@ -112,7 +112,7 @@ func (p *Pace) Take(now time.Time) bool {
 func (p *Pace) Throttled(now time.Time) PaceChange {
 	p.run = 0
 	from := p.Interval()
-	if now.Before(p.hold) {
+	if now.Before(p.absorbUntil) {
 		return PaceChange{From: from, Interval: from}
 	}
 	next := p.limit / 2
@@ -120,7 +120,7 @@ func (p *Pace) Throttled(now time.Time) PaceChange {
 		next = min(PaceThrottleStart, p.floor)
 	}
 	p.setLimit(max(next, p.slowest()), now)
-	p.hold = now.Add(max(time.Second, p.Interval()))
+	p.absorbUntil = now.Add(max(time.Second, p.Interval()))
 	return p.change(from)
 }
 

@@ -133,13 +133,6 @@ func (b *RetryBudget) Usage(host string, now time.Time) (retries, firstAttempts 
 	return retries, firstAttempts
 }
 
-// Forget drops everything known about host.
-func (b *RetryBudget) Forget(host string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.hosts, host)
-}
-
 // Prune forgets hosts with nothing in the window ending at now; they would
 // start from an empty window anyway.
 func (b *RetryBudget) Prune(now time.Time) {

@@ -199,15 +199,10 @@ func TestRetryBudgetFloorWithoutFirstAttempts(t *testing.T) {
 	}
 }
 
-func TestRetryBudgetForgetAndPrune(t *testing.T) {
+func TestRetryBudgetPrune(t *testing.T) {
 	b := NewRetryBudget(0.2, time.Minute, 3)
 	firsts(b, "old", bt(0), 5)
 	firsts(b, "new", bt(50*time.Second), 5)
-	retriesOK(t, b, "gone", bt(0), 3)
-	b.Forget("gone")
-	if r, f := b.Usage("gone", bt(0)); r != 0 || f != 0 {
-		t.Fatalf("forgotten host Usage = %d, %d; want 0, 0", r, f)
-	}
 	b.Prune(bt(70 * time.Second))
 	if _, ok := b.hosts["old"]; ok {
 		t.Error("Prune kept a host with an empty window")

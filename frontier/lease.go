@@ -47,7 +47,7 @@ func (f *Frontier) Complete(l *Lease, r *storage.Result, discovered []storage.It
 			b.AddEncoded(d, entries[i])
 		}
 	})
-	f.finish(l)
+	f.endAfterWrite(l)
 	return err
 }
 
@@ -55,14 +55,14 @@ func (f *Frontier) Complete(l *Lease, r *storage.Result, discovered []storage.It
 // (the caller updates Attempts when the URL was attempted).
 func (f *Frontier) Defer(l *Lease, it storage.Item, due time.Time) error {
 	err := f.writer.submit(1, func(b *storage.Batch) { b.Defer(it, due) })
-	f.finish(l)
+	f.endAfterWrite(l)
 	return err
 }
 
-// finish ends a lease after its write was submitted: ending it first would
+// endAfterWrite ends a lease after its write was submitted: ending it first would
 // let a concurrent Next see nothing leased and nothing pending, and report
 // ErrExhausted while the lease's discovered URLs are on their way.
-func (f *Frontier) finish(l *Lease) {
+func (f *Frontier) endAfterWrite(l *Lease) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.endLocked(l) {

@@ -215,7 +215,7 @@ func (r *Rules) CrawlDelay(agent string) time.Duration {
 }
 
 func (r *Rules) matcherFor(agent string) *matcher {
-	tok := productToken(agent)
+	tok := ProductToken(agent)
 	if v, ok := r.matchers.Load(tok); ok {
 		return v.(*matcher)
 	}
@@ -230,9 +230,12 @@ func (r *Rules) matcherFor(agent string) *matcher {
 	return m
 }
 
-// productToken extracts the leading RFC 9309 product token (letters, "-",
-// "_") in lower case; "" if there is none.
-func productToken(s string) string {
+// ProductToken extracts the leading RFC 9309 product token (letters, "-",
+// "_") of a User-Agent or a robots.txt user-agent line, in lower case; ""
+// if there is none. "Breakwater/1.0 (+url)" is "breakwater". It is the one
+// rule for the crawler's own name: robots.txt groups and refusals that name
+// the crawler are both matched against it.
+func ProductToken(s string) string {
 	i := 0
 	for i < len(s) && isTokenChar(s[i]) {
 		i++
@@ -410,7 +413,7 @@ func splitLine(line []byte) (key, val string, ok bool) {
 // agentValue turns a User-agent value into the product token it names:
 // "*" for the wildcard, "" (matches nothing) when there is no token.
 func agentValue(v string) string {
-	if tok := productToken(v); tok != "" {
+	if tok := ProductToken(v); tok != "" {
 		return tok
 	}
 	if strings.HasPrefix(v, "*") {
