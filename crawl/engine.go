@@ -161,6 +161,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 
 	exhausted := e.runWorkers(stopCtx)
 	stop()
+	e.heartbeat(e.opts.Now())
 	e.persistBreakers()
 	closeErr := e.front.Close()
 	e.closeFetcher()
@@ -230,12 +231,17 @@ func (e *Engine) housekeep(ctx context.Context) {
 	defer tick.Stop()
 	report := time.NewTicker(10 * time.Second)
 	defer report.Stop()
+	var beat time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 			now := e.opts.Now()
+			if now.Sub(beat) >= heartbeatEvery {
+				beat = now
+				e.heartbeat(now)
+			}
 			e.persistBreakers()
 			e.giveUpHosts(now)
 			e.hosts.prune(now, time.Minute)
@@ -244,6 +250,14 @@ func (e *Engine) housekeep(ctx context.Context) {
 			e.logProgress()
 		}
 	}
+}
+
+// heartbeatEvery is how often a running crawl records that it runs: the
+// next run counts a host's down time only up to the last heartbeat.
+const heartbeatEvery = 5 * time.Second
+
+func (e *Engine) heartbeat(now time.Time) {
+	e.submit(func(b *storage.Batch) { b.PutRunningAt(now) })
 }
 
 func (e *Engine) logProgress() {

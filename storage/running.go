@@ -1,0 +1,36 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// keyRunningAt holds the crawl's heartbeat: the last time a run was known
+// to be running. A resumed crawl subtracts the time since then from the
+// down time of the hosts it finds open: the crawler's own downtime is not
+// the host's.
+var keyRunningAt = []byte("running_at")
+
+// PutRunningAt records that a crawl was running at t.
+func (b *Batch) PutRunningAt(t time.Time) {
+	data, _ := t.UTC().MarshalBinary() // fails only for years beyond 9999
+	b.ops = append(b.ops, op{kind: opPut, aux: &opAux{bucket: bucketMeta, key: string(keyRunningAt)}, value: data})
+}
+
+// RunningAt returns the last heartbeat a crawl stored, or the zero time
+// when none was (a file written before heartbeats, or never run).
+func (db *DB) RunningAt() (time.Time, error) {
+	data, err := db.get(bucketMeta, string(keyRunningAt))
+	if errors.Is(err, ErrNotFound) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	var t time.Time
+	if err := t.UnmarshalBinary(data); err != nil {
+		return time.Time{}, fmt.Errorf("%s: decode the crawl's heartbeat (meta %q): %w", db.path, keyRunningAt, err)
+	}
+	return t, nil
+}
