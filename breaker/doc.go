@@ -82,5 +82,7 @@
 // passed in: nothing in this package reads the clock.
 //
 // Config.Disabled turns the automatic breaker off (every unheld host is
-// allowed, Report does nothing) but operator pauses still hold.
+// allowed, Report ignores every class but Refused, GiveUp is always false)
+// but holds still apply: a Refused report opens and holds a case exactly as
+// when enabled, operator pauses hold, and both are released as usual.
 package breaker

@@ -171,9 +171,10 @@ func (r *Registry) admitProbe(host string, e *entry, d *Decision, now time.Time)
 
 // Report applies the outcome of a request admitted with t, unless t is
 // stale (see "Stale tickets" in the package doc; Refused always counts),
-// and frees the probe gate if t holds it.
+// and frees the probe gate if t holds it. With Config.Disabled only Refused
+// counts: it still opens a case.
 func (r *Registry) Report(t Ticket, c Class, detail string, now time.Time) {
-	if r.cfg.Disabled {
+	if r.cfg.Disabled && c != Refused {
 		return
 	}
 	r.mu.Lock()
@@ -283,8 +284,12 @@ func releaseError(host string, want, have Hold) error {
 
 // GiveUp reports whether host has been down, unheld, for at least after:
 // it is open or half-open without a hold and no probe streak has closed it
-// since DownSince.
+// since DownSince. It is always false with Config.Disabled: with the
+// automatic breaker off no host is down by its account.
 func (r *Registry) GiveUp(host string, after time.Duration, now time.Time) bool {
+	if r.cfg.Disabled {
+		return false
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.hosts[host]

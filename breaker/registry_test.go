@@ -543,9 +543,8 @@ func TestRegistryTransitions(t *testing.T) {
 
 func TestRegistryDisabled(t *testing.T) {
 	r, rc := newReg(t, Config{Threshold: 1, Disabled: true})
-	for i := range 10 {
-		outcome(t, r, host, Transient, at(time.Duration(i)))
-		outcome(t, r, host, Refused, at(time.Duration(i)))
+	for i := range 12 {
+		outcome(t, r, host, []Class{Transient, OK, Permanent, Throttled}[i%4], at(time.Duration(i)))
 	}
 	if len(r.Snapshot()) != 0 || len(rc.list()) != 0 {
 		t.Fatalf("disabled registry recorded %v %v", r.Snapshot(), rc.list())
@@ -557,6 +556,44 @@ func TestRegistryDisabled(t *testing.T) {
 	}
 	mustAdmit(t, r, host, at(time.Hour))
 	mustAdmit(t, r, host, at(time.Hour))
+	// With the automatic breaker off no host is down by its account, not
+	// even one left half-open by a release.
+	if r.GiveUp(host, time.Hour, at(100*time.Hour)) {
+		t.Fatal("GiveUp on a disabled registry")
+	}
+}
+
+// The comparison mode turns the automatic breaker off, not the cases: a
+// refusal that names the crawler still holds the host for a person.
+func TestRegistryDisabledKeepsCases(t *testing.T) {
+	r, rc := newReg(t, Config{Threshold: 1, Rest: time.Minute, Disabled: true})
+	early := mustAdmit(t, r, host, t0)
+	outcome(t, r, host, Refused, at(time.Second))
+	if b := wantState(t, r, host, Open, Case); b.HoldReason != string(Refused) {
+		t.Fatalf("hold reason %q, want the refusal's detail", b.HoldReason)
+	}
+	for i := range 10 {
+		now := at(time.Duration(i) * time.Hour)
+		r.Report(early, OK, "200", now)
+		r.Report(early, Transient, "503", now)
+		if d := mustDeny(t, r, host, now); d.Hold != Case || !d.RetryAt.IsZero() {
+			t.Fatalf("held decision %+v, want case hold and no RetryAt", d)
+		}
+	}
+	if r.GiveUp(host, time.Second, at(10*time.Hour)) {
+		t.Fatal("GiveUp on a held host")
+	}
+	if err := r.ResolveCase(host, at(10*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	mustAdmit(t, r, host, at(10*time.Hour))
+	outcome(t, r, host, Transient, at(10*time.Hour))
+	mustAdmit(t, r, host, at(10*time.Hour))
+	trs := rc.list()
+	if len(trs) != 2 || trs[0].To != Open || trs[0].Hold != Case || trs[0].Class != Refused ||
+		trs[1].Reason != "case resolved" || trs[1].Hold != NoHold {
+		t.Fatalf("transitions %+v", trs)
+	}
 }
 
 // TestRegistryConcurrent hammers several hosts from many goroutines with

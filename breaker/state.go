@@ -86,8 +86,11 @@ type Config struct {
 	// lets another probe through. It should be the request timeout plus
 	// slack. Default 45s.
 	ProbeTimeout time.Duration
-	// Disabled turns automatic opening off: Admit allows every host that
-	// is not held and Report does nothing. Operator holds still apply.
+	// Disabled turns the automatic breaker off, for comparison runs: Admit
+	// allows every host that is not held, Report ignores every class but
+	// Refused and GiveUp is always false. Holds still apply: a Refused
+	// report still opens a case, and pauses and cases are released as
+	// when enabled.
 	Disabled bool
 }
 
