@@ -36,6 +36,12 @@
 //     never reports stops blocking at admitted-at + ProbeTimeout, so no
 //     host stays stuck half-open.
 //   - Every transition (change of State or Hold) increments Generation.
+//   - While a circuit is not closed, DownSince is when the host was last
+//     known to answer: the open from closed sets it, and a release and a
+//     probe answered with Throttled or Permanent (a 429, a 404: the host
+//     is alive, only unwilling) restart it without a transition. GiveUp
+//     counts from it, so a host that keeps answering its probes with 429
+//     is never given up on as unreachable.
 //
 // # Stale tickets
 //

@@ -138,6 +138,8 @@ func (m *model) probeOutcome(mh *modelHost, c Class) {
 			mh.rest, mh.level = doubled, mh.level+1
 		}
 		m.open(mh)
+	case Permanent, Throttled:
+		mh.down = m.now // the host answered
 	}
 }
 

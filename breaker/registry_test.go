@@ -490,6 +490,42 @@ func TestRegistryGiveUp(t *testing.T) {
 	}
 }
 
+// A half-open host that answers its probe with a 429 (or a 404) is alive:
+// the answer restarts the down clock, so it is not given up on as
+// unreachable, and it frees the gate for the next probe.
+func TestRegistryAnsweredProbeRestartsDownClock(t *testing.T) {
+	const after = time.Hour
+	rest := time.Minute
+	for _, c := range []Class{Throttled, Permanent} {
+		t.Run(string(c), func(t *testing.T) {
+			r, rc := newReg(t, Config{Threshold: 1, Rest: rest, Probes: 2})
+			openHost(t, r, host, t0)
+			probe := mustAdmit(t, r, host, at(after)) // rest long passed
+			if !probe.Probe {
+				t.Fatalf("ticket %+v is not a probe", probe)
+			}
+			before, _ := r.Get(host)
+			n := len(rc.list())
+			now := at(after + time.Second)
+			r.Report(probe, c, string(c), now)
+			b := wantState(t, r, host, HalfOpen, NoHold)
+			if !b.DownSince.Equal(now) || b.Generation != before.Generation || len(rc.list()) != n {
+				t.Fatalf("after a %s probe: %+v (%d transitions, %d before); want DownSince %v, generation %d, no transition",
+					c, b, len(rc.list()), n, now, before.Generation)
+			}
+			if r.GiveUp(host, after, now.Add(after-time.Nanosecond)) {
+				t.Fatalf("given up on a host that answered its probe with %s", c)
+			}
+			if !r.GiveUp(host, after, now.Add(after)) {
+				t.Fatal("not given up on at the restarted DownSince+after")
+			}
+			if next := mustAdmit(t, r, host, now); !next.Probe {
+				t.Fatalf("next ticket %+v is not a probe", next)
+			}
+		})
+	}
+}
+
 // A refusal tells the caller when the host went down, so it can wake the
 // host's URLs when they fall due to be given up on; a held host waits for a
 // person and is never given up on, so it gets none.

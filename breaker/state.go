@@ -130,8 +130,10 @@ type Breaker struct {
 	Rest time.Duration
 	// Level is the number of doublings applied to Rest since the last close.
 	Level int
-	// DownSince is when the circuit opened after the host was last healthy,
-	// restarted when a hold is released; zero while closed. GiveUp reads it.
+	// DownSince is, while the circuit is not closed, when the host was last
+	// known to answer: set when a closed circuit opens, restarted when a
+	// hold is released and when a probe is answered with Throttled or
+	// Permanent; zero while closed. GiveUp reads it.
 	DownSince time.Time
 	// Generation increases by one on every transition (a change of State
 	// or Hold); outcomes of requests admitted under another generation are
@@ -171,8 +173,10 @@ func (b *Breaker) Advance(now time.Time) bool {
 
 // Record applies one classified outcome and reports whether it caused a
 // transition. While half-open the outcome is taken as a probe's. Neutral
-// classes (and unknown ones) change nothing; Refused opens and holds the
-// circuit in any state; an Open breaker ignores everything else.
+// classes (and unknown ones) change no counter or state, but a half-open
+// probe answered with Throttled or Permanent restarts DownSince; Refused
+// opens and holds the circuit in any state; an Open breaker ignores
+// everything else.
 func (b *Breaker) Record(cfg Config, c Class, detail string, now time.Time) bool {
 	cfg = cfg.WithDefaults()
 	switch {
@@ -212,6 +216,10 @@ func (b *Breaker) recordProbe(cfg Config, c Class, now time.Time) bool {
 		b.escalate(cfg)
 		b.open(cfg, now)
 		return true
+	case Throttled, Permanent:
+		// The host answered (a 429, a 404): it is alive, so the down
+		// clock restarts. Nothing else changes.
+		b.DownSince = now
 	}
 	return false
 }
