@@ -14,9 +14,19 @@
 //	Open     --now >= OpenedAt+Rest, not held-->   HalfOpen
 //	HalfOpen --Probes consecutive probe OKs-->     Closed (rest ladder reset)
 //	HalfOpen --Transient probe-->                  Open (fresh rest, doubled up to RestMax)
-//	any      --Refused-->                          Open, held (Case)
-//	any      --Registry.Pause-->                   Open, held (Paused)
-//	held     --Unpause / ResolveCase-->            HalfOpen
+//	HalfOpen --Throttled/Permanent probe-->        HalfOpen (DownSince = now, no transition)
+//	any      --Refused-->                          Open, held (+Case)
+//	any      --Registry.Pause-->                   Open, held (+Paused)
+//	held     --ResolveCase (-Case) / Unpause (-Paused)-->
+//	                 Open, held   if a hold remains
+//	                 HalfOpen     if none remains (DownSince = now)
+//
+// The two holds are independent flags of Hold: an operator's pause
+// (Paused, its reason in PauseReason) and a case (Case, the refusal's
+// detail in HoldReason). A host may have both (Paused|Case, "case+paused");
+// Refused adds Case and Pause adds Paused whatever else holds it, and
+// ResolveCase and Unpause each remove only their own. Adding or removing a
+// hold is a transition even when the State stays Open.
 //
 // A Registry holds the breakers of one process. A worker calls Admit before
 // a request (after the authorisation check, before the rate limiter, so an
@@ -36,6 +46,7 @@
 //     never reports stops blocking at admitted-at + ProbeTimeout, so no
 //     host stays stuck half-open.
 //   - Every transition (change of State or Hold) increments Generation.
+//   - A held breaker goes half-open only when its last hold is released.
 //   - While a circuit is not closed, DownSince is when the host was last
 //     known to answer: the open from closed sets it, and a release and a
 //     probe answered with Throttled or Permanent (a 429, a 404: the host
@@ -68,7 +79,7 @@
 //
 // Refused is the exception to generations: it is a message about the
 // crawler, not a sample of the host's health, so a late refusal still opens
-// a case (turning a pause into a case too). A case outranks a pause.
+// a case (on a paused host too, which then keeps its pause as well).
 //
 // # Persistence
 //

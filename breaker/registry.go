@@ -69,7 +69,8 @@ type Transition struct {
 	// (status or error text); empty for time, pauses and releases.
 	Class  Class
 	Detail string
-	// Reason is the pause reason, the case text, or "unpaused" / "case resolved".
+	// Reason is the pause reason (for a Pause), the case's detail (for a
+	// refusal), or "unpaused" / "case resolved" (for a release).
 	Reason string
 	// Generation is the breaker's generation after the transition. Callbacks
 	// may run concurrently; order one host's transitions by it.
@@ -223,8 +224,9 @@ func (e *entry) accepts(t Ticket) bool {
 }
 
 // Pause force-opens host with an operator hold, creating its entry if
-// needed. Time and successes never close it; only Unpause does. A host
-// held by a case keeps its case; pausing a paused host replaces the reason.
+// needed. Time and successes never close it; only Unpause releases it. A
+// host held by a case keeps its case and gains the pause (a transition);
+// pausing a paused host only replaces the reason.
 func (r *Registry) Pause(host, reason string, now time.Time) {
 	r.mu.Lock()
 	e := r.hosts[host]
@@ -240,15 +242,17 @@ func (r *Registry) Pause(host, reason string, now time.Time) {
 	}
 }
 
-// Unpause releases an operator pause to half-open. It returns an error
-// wrapping ErrCaseOpen for a host held by a case and ErrNotPaused for any
-// other host that is not paused.
+// Unpause releases an operator pause, leaving any case: the host goes
+// half-open only if no case holds it. For a host that is not paused it
+// returns an error wrapping ErrCaseOpen if a case holds it, else
+// ErrNotPaused.
 func (r *Registry) Unpause(host string, now time.Time) error {
 	return r.release(host, Paused, "unpaused", now)
 }
 
-// ResolveCase releases a case hold to half-open, or returns an error
-// wrapping ErrNoCase.
+// ResolveCase releases a case hold, leaving any pause: the host goes
+// half-open only if it is not paused. For a host without a case it returns
+// an error wrapping ErrNoCase.
 func (r *Registry) ResolveCase(host string, now time.Time) error {
 	return r.release(host, Case, "case resolved", now)
 }
@@ -256,7 +260,7 @@ func (r *Registry) ResolveCase(host string, now time.Time) error {
 func (r *Registry) release(host string, want Hold, reason string, now time.Time) error {
 	r.mu.Lock()
 	e := r.hosts[host]
-	if e == nil || e.b.Hold != want {
+	if e == nil || !e.b.Hold.Has(want) {
 		var have Hold
 		if e != nil {
 			have = e.b.Hold
@@ -265,7 +269,7 @@ func (r *Registry) release(host string, want Hold, reason string, now time.Time)
 		return releaseError(host, want, have)
 	}
 	before := e.b
-	e.b.release(now)
+	e.b.unhold(want, now)
 	tr := r.commit(host, e, before, now, "", "", reason)
 	r.mu.Unlock()
 	r.emit(tr)
@@ -276,7 +280,7 @@ func releaseError(host string, want, have Hold) error {
 	switch {
 	case want == Case:
 		return fmt.Errorf("resolve case for %s: %w", host, ErrNoCase)
-	case have == Case:
+	case have.Has(Case):
 		return fmt.Errorf("unpause %s: %w", host, ErrCaseOpen)
 	}
 	return fmt.Errorf("unpause %s: %w", host, ErrNotPaused)
@@ -325,10 +329,15 @@ func (r *Registry) Snapshot() map[string]Breaker {
 // Load restores a persisted breaker for host without firing a transition or
 // marking it dirty. It is meant for startup, before requests are admitted.
 // A clean breaker removes the entry; a held breaker is forced Open; a
-// missing rest takes the configured one. The probe gate starts free.
+// missing rest takes the configured one; a pause stored before holds were
+// independent (Hold Paused, its reason in HoldReason) has the reason moved
+// to PauseReason. The probe gate starts free.
 func (r *Registry) Load(host string, b Breaker) {
 	if b.Hold != NoHold {
 		b.State = Open
+	}
+	if b.Hold == Paused && b.PauseReason == "" && b.HoldReason != "" {
+		b.PauseReason, b.HoldReason = b.HoldReason, ""
 	}
 	if b.State != Closed && b.Rest <= 0 {
 		b.Rest = r.cfg.Rest
@@ -391,8 +400,12 @@ func (r *Registry) commit(host string, e *entry, before Breaker, now time.Time, 
 		delete(r.removed, host)
 	}
 	r.evictIfClean(host, e)
-	if reason == "" && e.b.Hold != NoHold {
+	switch {
+	case reason != "":
+	case e.b.Hold.Has(Case):
 		reason = e.b.HoldReason
+	case e.b.Hold.Has(Paused):
+		reason = e.b.PauseReason
 	}
 	return Transition{
 		At: now, Host: host, From: before.State, To: e.b.State, Hold: e.b.Hold,

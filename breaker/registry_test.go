@@ -211,15 +211,131 @@ func TestRegistryPause(t *testing.T) {
 	}
 }
 
-func TestRegistryLateRefusalTurnsPauseIntoCase(t *testing.T) {
+// A late refusal on a paused host adds a case and keeps the pause; a
+// second pause on a host with a case records it too.
+func TestRegistryLateRefusalKeepsPause(t *testing.T) {
 	r, _ := newReg(t, Config{})
 	tk := mustAdmit(t, r, host, t0)
 	r.Pause(host, "maintenance", t0)
 	r.Report(tk, Refused, "403 breakwater", at(time.Second))
-	wantState(t, r, host, Open, Case)
+	if b := wantState(t, r, host, Open, Paused|Case); b.HoldReason != "403 breakwater" || b.PauseReason != "maintenance" {
+		t.Fatalf("refusal replaced the pause: %+v", b)
+	}
 	r.Pause(host, "again", at(2*time.Second))
-	if b := wantState(t, r, host, Open, Case); b.HoldReason != "403 breakwater" {
-		t.Fatalf("pause replaced the case: %+v", b)
+	if b := wantState(t, r, host, Open, Paused|Case); b.HoldReason != "403 breakwater" || b.PauseReason != "again" {
+		t.Fatalf("second pause: %+v", b)
+	}
+}
+
+// The two holds are independent: releasing one leaves the other, and the
+// host goes half-open only when neither remains. Both orders.
+func TestRegistryHoldsAreIndependent(t *testing.T) {
+	type tr struct {
+		to     State
+		hold   Hold
+		reason string
+	}
+	check := func(t *testing.T, rc *recorder, want []tr) {
+		t.Helper()
+		var got []tr
+		for _, x := range rc.list() {
+			got = append(got, tr{x.To, x.Hold, x.Reason})
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("transitions:\n got %+v\nwant %+v", got, want)
+		}
+	}
+	held := func(t *testing.T, r *Registry, hold Hold, now time.Time) {
+		t.Helper()
+		if d := mustDeny(t, r, host, now); d.Hold != hold || !d.RetryAt.IsZero() || !d.DownSince.IsZero() {
+			t.Fatalf("decision %+v, want held %v", d, hold)
+		}
+		if r.GiveUp(host, time.Second, now) {
+			t.Fatal("GiveUp on a held host")
+		}
+	}
+	long := 1000 * time.Hour
+
+	t.Run("pause, refuse, resolve: still paused", func(t *testing.T) {
+		r, rc := newReg(t, Config{Rest: time.Minute})
+		tk := mustAdmit(t, r, host, t0)
+		r.Pause(host, "complaint", t0)
+		r.Report(tk, Refused, "403 breakwater", at(time.Second))
+		held(t, r, Paused|Case, at(time.Second))
+		if err := r.ResolveCase(host, at(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if b := wantState(t, r, host, Open, Paused); b.PauseReason != "complaint" || b.HoldReason != "" {
+			t.Fatalf("after ResolveCase: %+v, want the pause and its reason kept", b)
+		}
+		held(t, r, Paused, at(long))
+		if err := r.ResolveCase(host, at(long)); !errors.Is(err, ErrNoCase) {
+			t.Fatalf("second ResolveCase = %v, want ErrNoCase", err)
+		}
+		if err := r.Unpause(host, at(long)); err != nil {
+			t.Fatal(err)
+		}
+		if b := wantState(t, r, host, HalfOpen, NoHold); !b.DownSince.Equal(at(long)) || b.PauseReason != "" {
+			t.Fatalf("after Unpause: %+v", b)
+		}
+		check(t, rc, []tr{
+			{Open, Paused, "complaint"},
+			{Open, Paused | Case, "403 breakwater"},
+			{Open, Paused, "case resolved"},
+			{HalfOpen, NoHold, "unpaused"},
+		})
+	})
+
+	t.Run("refuse, pause, unpause: still a case; resolve: half-open", func(t *testing.T) {
+		r, rc := newReg(t, Config{Rest: time.Minute})
+		outcome(t, r, host, Refused, t0)
+		r.Pause(host, "notice", at(time.Second))
+		if b := wantState(t, r, host, Open, Case|Paused); b.PauseReason != "notice" || b.HoldReason != "refused" {
+			t.Fatalf("after Pause: %+v", b)
+		}
+		r.Pause(host, "notice 2", at(2*time.Second)) // only the reason changes
+		if err := r.Unpause(host, at(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if b := wantState(t, r, host, Open, Case); b.HoldReason != "refused" || b.PauseReason != "" {
+			t.Fatalf("after Unpause: %+v, want the case and its detail kept", b)
+		}
+		held(t, r, Case, at(long))
+		if err := r.Unpause(host, at(long)); !errors.Is(err, ErrCaseOpen) {
+			t.Fatalf("second Unpause = %v, want ErrCaseOpen", err)
+		}
+		if err := r.ResolveCase(host, at(long)); err != nil {
+			t.Fatal(err)
+		}
+		if b := wantState(t, r, host, HalfOpen, NoHold); !b.DownSince.Equal(at(long)) || b.HoldReason != "" {
+			t.Fatalf("after ResolveCase: %+v", b)
+		}
+		if tk := mustAdmit(t, r, host, at(long)); !tk.Probe {
+			t.Fatal("no probe after the last hold was released")
+		}
+		if err := r.Unpause(host, at(long)); !errors.Is(err, ErrNotPaused) {
+			t.Fatalf("Unpause of a released host = %v, want ErrNotPaused", err)
+		}
+		check(t, rc, []tr{
+			{Open, Case, "refused"},
+			{Open, Case | Paused, "notice"},
+			{Open, Case, "unpaused"},
+			{HalfOpen, NoHold, "case resolved"},
+		})
+	})
+}
+
+// Before the holds were independent a paused breaker was stored with the
+// pause reason in HoldReason; Load moves it to PauseReason.
+func TestRegistryLoadMovesOldPauseReason(t *testing.T) {
+	r, _ := newReg(t, Config{})
+	r.Load(host, Breaker{State: Open, Hold: Paused, HoldReason: "complaint", Generation: 5})
+	r.Load("case.test", Breaker{State: Open, Hold: Case, HoldReason: "403", Generation: 5})
+	if b := wantState(t, r, host, Open, Paused); b.PauseReason != "complaint" || b.HoldReason != "" {
+		t.Fatalf("old pause loaded as %+v", b)
+	}
+	if b := wantState(t, r, "case.test", Open, Case); b.HoldReason != "403" || b.PauseReason != "" {
+		t.Fatalf("old case loaded as %+v", b)
 	}
 }
 
