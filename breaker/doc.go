@@ -92,11 +92,20 @@
 //
 // A Registry is safe for concurrent use by many goroutines. One sync.Mutex
 // guards its map; critical sections are a map lookup and a few field
-// updates, with no I/O and no callbacks. The onTransition callback runs
-// after the lock is released, on the goroutine that caused the transition,
-// so callbacks may run concurrently and may call back into the Registry;
-// use Transition.Generation to order one host's transitions. Time is always
-// passed in: nothing in this package reads the clock.
+// updates, with no I/O and no callbacks. Transitions reach the
+// onTransition callback in the order they were committed (globally, so
+// one host's in increasing Generation), one at a time, and never under the
+// lock: a transition is queued under the lock, and after unlocking the
+// goroutine that caused it delivers the queue, unless another goroutine is
+// delivering already, in which case that one delivers it and the caller
+// returns at once. So with no competition the callback has run before
+// Admit, Report, Pause, Unpause or ResolveCase returns; under contention it
+// may run a little later, on another goroutine. A callback may call back
+// into the Registry, even to cause another transition: that call returns
+// without waiting, and its transition is delivered after the current
+// callback returns. A slow callback delays later transitions and the
+// goroutine delivering them, but no other caller. Time is always passed in:
+// nothing in this package reads the clock.
 //
 // Config.Disabled turns the automatic breaker off (every unheld host is
 // allowed, Report ignores every class but Refused, GiveUp is always false)

@@ -72,8 +72,8 @@ type Transition struct {
 	// Reason is the pause reason (for a Pause), the case's detail (for a
 	// refusal), or "unpaused" / "case resolved" (for a release).
 	Reason string
-	// Generation is the breaker's generation after the transition. Callbacks
-	// may run concurrently; order one host's transitions by it.
+	// Generation is the breaker's generation after the transition; the
+	// callback receives one host's transitions in increasing Generation.
 	Generation uint64
 }
 
@@ -99,11 +99,16 @@ type Registry struct {
 	floor   uint64
 	dirty   map[string]struct{}
 	removed map[string]struct{}
+	// pending holds committed transitions not yet handed to on, in commit
+	// order; delivering is set while a goroutine is handing them over.
+	pending    []Transition
+	delivering bool
 }
 
 // NewRegistry returns an empty registry using cfg.WithDefaults().
-// onTransition, if not nil, is called for every transition after the
-// registry's lock is released, on the goroutine that caused it.
+// onTransition, if not nil, is called for every transition, in the order
+// they were committed, never concurrently with itself and never under the
+// registry's lock (see Concurrency in the package doc).
 func NewRegistry(cfg Config, onTransition func(Transition)) *Registry {
 	return &Registry{
 		cfg:     cfg.WithDefaults(),
@@ -125,10 +130,10 @@ func (r *Registry) Admit(host string, now time.Time) Decision {
 		return Decision{Allowed: true, Ticket: Ticket{Host: host, At: now}}
 	}
 	d, tr, fire := r.admit(host, e, now)
-	r.mu.Unlock()
 	if fire {
-		r.emit(tr)
+		r.queue(tr)
 	}
+	r.unlock()
 	return d
 }
 
@@ -180,10 +185,10 @@ func (r *Registry) Report(t Ticket, c Class, detail string, now time.Time) {
 	}
 	r.mu.Lock()
 	tr, fire := r.report(t, c, detail, now)
-	r.mu.Unlock()
 	if fire {
-		r.emit(tr)
+		r.queue(tr)
 	}
+	r.unlock()
 }
 
 func (r *Registry) report(t Ticket, c Class, detail string, now time.Time) (Transition, bool) {
@@ -236,10 +241,10 @@ func (r *Registry) Pause(host, reason string, now time.Time) {
 	before := e.b
 	moved := e.b.pause(r.cfg, reason, now)
 	tr := r.commit(host, e, before, now, "", "", reason)
-	r.mu.Unlock()
 	if moved {
-		r.emit(tr)
+		r.queue(tr)
 	}
+	r.unlock()
 }
 
 // Unpause releases an operator pause, leaving any case: the host goes
@@ -270,9 +275,8 @@ func (r *Registry) release(host string, want Hold, reason string, now time.Time)
 	}
 	before := e.b
 	e.b.unhold(want, now)
-	tr := r.commit(host, e, before, now, "", "", reason)
-	r.mu.Unlock()
-	r.emit(tr)
+	r.queue(r.commit(host, e, before, now, "", "", reason))
+	r.unlock()
 	return nil
 }
 
@@ -423,8 +427,45 @@ func (r *Registry) evictIfClean(host string, e *entry) {
 	delete(r.dirty, host)
 }
 
-func (r *Registry) emit(tr Transition) {
+// queue books a committed transition for delivery. r.mu must be held, and
+// the caller must release it with unlock.
+func (r *Registry) queue(tr Transition) {
 	if r.on != nil {
-		r.on(tr)
+		r.pending = append(r.pending, tr)
 	}
+}
+
+// unlock releases r.mu, first handing every pending transition to the
+// callback, one at a time and with r.mu released during each call, unless
+// another goroutine is already doing so: that one delivers ours too, after
+// those committed before it. So transitions reach the callback in commit
+// order and one at a time, and a caller with no competition has its
+// transition delivered before it returns. A callback that calls back into
+// the registry finds a delivery under way and returns at once; its own
+// transitions follow when the callback returns.
+func (r *Registry) unlock() {
+	if r.delivering || len(r.pending) == 0 {
+		r.mu.Unlock()
+		return
+	}
+	r.delivering = true
+	locked := true
+	defer func() { // also if the callback panics
+		if !locked {
+			r.mu.Lock()
+		}
+		r.delivering = false
+		r.mu.Unlock()
+	}()
+	for len(r.pending) > 0 {
+		tr := r.pending[0]
+		r.pending[0] = Transition{}
+		r.pending = r.pending[1:]
+		r.mu.Unlock()
+		locked = false
+		r.on(tr)
+		r.mu.Lock()
+		locked = true
+	}
+	r.pending = nil
 }

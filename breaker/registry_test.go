@@ -693,6 +693,123 @@ func TestRegistryTransitions(t *testing.T) {
 	}
 }
 
+// Transitions reach the callback in the order they were committed. The
+// first callback blocks; meanwhile another goroutine commits the host's
+// next transition, and its call must return without waiting for the first
+// callback, yet the next transition must not overtake the blocked one.
+func TestRegistryTransitionsInCommitOrder(t *testing.T) {
+	entered, unblock, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var gens []uint64
+	var calls atomic.Int32
+	r := NewRegistry(Config{Threshold: 1, Rest: time.Minute}, func(tr Transition) {
+		if calls.Add(1) == 1 {
+			close(entered)
+			<-unblock
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		gens = append(gens, tr.Generation)
+	})
+	var release sync.Once
+	free := func() { release.Do(func() { close(unblock); <-done }) }
+	defer free()
+
+	tk := mustAdmit(t, r, host, t0)
+	go func() {
+		defer close(done)
+		r.Report(tk, Transient, "503", t0) // opens the host
+	}()
+	<-entered
+	mustAdmit(t, r, host, at(time.Minute)) // half-open, while the open's callback blocks
+	free()
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(gens) != 2 || gens[0] >= gens[1] {
+		t.Fatalf("callback saw generations %v, want two in increasing order", gens)
+	}
+}
+
+// A callback may call back into the registry, even to cause another
+// transition: nothing deadlocks, the nested transition is delivered after
+// the one being delivered, and both before the outermost call returns.
+func TestRegistryTransitionCallbackReenters(t *testing.T) {
+	var r *Registry
+	var got []Transition
+	r = NewRegistry(Config{Threshold: 1, Rest: time.Minute}, func(tr Transition) {
+		got = append(got, tr)
+		if tr.To == Open && tr.Hold == NoHold {
+			r.Pause(tr.Host, "opened: paused by the callback", tr.At)
+			r.Get(tr.Host)
+		}
+	})
+	outcome(t, r, host, Transient, t0)
+	if len(got) != 2 || got[0].Hold != NoHold || got[1].Hold != Paused || got[0].Generation >= got[1].Generation {
+		t.Fatalf("transitions %+v, want the open then the callback's pause", got)
+	}
+	outcome(t, r, "other.test", Transient, t0) // delivery still works afterwards
+	if len(got) != 4 {
+		t.Fatalf("%d transitions, want 4", len(got))
+	}
+}
+
+// TestRegistryTransitionOrderConcurrent hammers hosts from many goroutines
+// with outcomes, pauses and releases: each host's transitions must reach
+// the callback with strictly increasing generations, and the callback is
+// never run concurrently with itself.
+func TestRegistryTransitionOrderConcurrent(t *testing.T) {
+	const workers, ops = 16, 3000
+	hosts := []string{"a.test", "b.test", "c.test", "d.test"}
+	var mu sync.Mutex
+	last := map[string]uint64{}
+	var inside, fired atomic.Int32
+	r := NewRegistry(Config{Threshold: 2, Rest: time.Millisecond, Probes: 1, ProbeTimeout: time.Millisecond}, func(tr Transition) {
+		if inside.Add(1) != 1 {
+			t.Error("callback run concurrently")
+		}
+		defer inside.Add(-1)
+		fired.Add(1)
+		mu.Lock()
+		defer mu.Unlock()
+		if g, ok := last[tr.Host]; ok && tr.Generation <= g {
+			t.Errorf("%s: generation %d delivered after %d", tr.Host, tr.Generation, g)
+		}
+		last[tr.Host] = tr.Generation
+	})
+	var clock atomic.Int64
+	now := func() time.Time { return at(time.Duration(clock.Add(int64(100 * time.Microsecond)))) }
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 11))
+			for range ops {
+				h := hosts[rng.IntN(len(hosts))]
+				switch rng.IntN(40) {
+				case 0:
+					r.Pause(h, "ops", now())
+				case 1:
+					r.Unpause(h, now())
+				case 2:
+					r.ResolveCase(h, now())
+				default:
+					if d := r.Admit(h, now()); d.Allowed {
+						c := []Class{OK, OK, Transient, Transient, Throttled, Permanent}[rng.IntN(6)]
+						if rng.IntN(100) == 0 {
+							c = Refused
+						}
+						r.Report(d.Ticket, c, "", now())
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if fired.Load() < workers {
+		t.Fatalf("only %d transitions: the test exercises nothing", fired.Load())
+	}
+}
+
 func TestRegistryDisabled(t *testing.T) {
 	r, rc := newReg(t, Config{Threshold: 1, Disabled: true})
 	for i := range 12 {
