@@ -564,6 +564,30 @@ func TestRegistryLoadKeepsOpenUntilRestEnd(t *testing.T) {
 	mustDeny(t, r2, "paused.test", at(time.Hour))
 }
 
+// A host restored after the crawler was stopped for hours is given up on
+// only once it has been down for GiveUp's window of running time.
+func TestRegistryResumedNotGivenUpAtOnce(t *testing.T) {
+	const after = time.Hour
+	rest := time.Minute
+	r1, _ := newReg(t, Config{Threshold: 1, Rest: rest})
+	openHost(t, r1, host, t0)
+	saved, _ := r1.Get(host)
+	lastRunning, restart := at(50*time.Minute), at(10*time.Hour)
+
+	r2, _ := newReg(t, Config{Threshold: 1, Rest: rest})
+	r2.Load(host, saved.Resumed(lastRunning, restart))
+	due := restart.Add(10 * time.Minute)
+	if r2.GiveUp(host, after, due.Add(-time.Nanosecond)) {
+		t.Fatal("given up on at once: the crawler's downtime counted as the host's")
+	}
+	if !r2.GiveUp(host, after, due) {
+		t.Fatal("not given up on after an hour of running time")
+	}
+	if tk := mustAdmit(t, r2, host, restart); !tk.Probe {
+		t.Fatal("rest passed while stopped, yet no probe at once")
+	}
+}
+
 func TestRegistryHealthyHostsLeaveNoEntry(t *testing.T) {
 	r, _ := newReg(t, Config{})
 	for i := range 100_000 {

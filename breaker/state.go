@@ -174,6 +174,31 @@ func (b Breaker) ReadyAt() time.Time {
 	return b.OpenedAt.Add(b.Rest)
 }
 
+// Resumed returns b as restored at now by a run that follows one last known
+// to be running at lastRunning (zero if unknown), so that the time the
+// crawler was not running does not count as the host's downtime. For an
+// unheld Open or HalfOpen breaker with a DownSince, the down time already
+// spent while running, lastRunning - DownSince (none if lastRunning is zero
+// or not after DownSince; lastRunning after now counts as now), is kept:
+// DownSince becomes now - spent. OpenedAt and Rest are left alone: a rest
+// passes in wall time, so a host that rested while the crawler was stopped
+// may be probed at once. Closed and held breakers are returned unchanged.
+// Resumed is not a transition: Generation is unchanged.
+func (b Breaker) Resumed(lastRunning, now time.Time) Breaker {
+	if (b.State != Open && b.State != HalfOpen) || b.Hold != NoHold || b.DownSince.IsZero() {
+		return b
+	}
+	var spent time.Duration
+	if !lastRunning.IsZero() {
+		if lastRunning.After(now) {
+			lastRunning = now
+		}
+		spent = max(lastRunning.Sub(b.DownSince), 0)
+	}
+	b.DownSince = now.Add(-spent)
+	return b
+}
+
 // Advance moves an unheld Open breaker whose rest has ended (now >=
 // OpenedAt+Rest) to HalfOpen and reports whether it did.
 func (b *Breaker) Advance(now time.Time) bool {

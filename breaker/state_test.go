@@ -249,6 +249,56 @@ func TestBreakerHolds(t *testing.T) {
 	}
 }
 
+// TestBreakerResumed climbs a ladder across a crawler restart: the host
+// went down at 0, the previous run was last known running at lastRunning,
+// the new run starts at now. Only the down time spent while running counts.
+func TestBreakerResumed(t *testing.T) {
+	h := time.Hour
+	opened, rest := 30*time.Minute, 10*time.Minute
+	tests := []struct {
+		name        string
+		state       State
+		hold        Hold
+		down        time.Duration // none: zero DownSince
+		lastRunning time.Duration // none: unknown
+		now         time.Duration
+		want        time.Duration // DownSince after
+	}{
+		{"open: running time kept, stopped time dropped", Open, NoHold, 0, 2 * h, 10 * h, 8 * h},
+		{"half-open: the same", HalfOpen, NoHold, 0, 2 * h, 10 * h, 8 * h},
+		{"restart at once: nothing dropped", Open, NoHold, 0, 2 * h, 2 * h, 0},
+		{"unknown last running: none spent", Open, NoHold, 0, none, 10 * h, 10 * h},
+		{"last running before DownSince: none spent", Open, NoHold, 3 * h, 2 * h, 10 * h, 10 * h},
+		{"last running at DownSince: none spent", HalfOpen, NoHold, 2 * h, 2 * h, 10 * h, 10 * h},
+		{"last running after now: never further back", Open, NoHold, 0, 11 * h, 10 * h, 0},
+		{"paused: unchanged", Open, Paused, 0, 2 * h, 10 * h, 0},
+		{"case: unchanged", Open, Case, 0, 2 * h, 10 * h, 0},
+		{"case and paused: unchanged", Open, Case | Paused, 0, 2 * h, 10 * h, 0},
+		{"closed: unchanged", Closed, NoHold, none, 2 * h, 10 * h, none},
+		{"open without DownSince: unchanged", Open, NoHold, none, 2 * h, 10 * h, none},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := Breaker{State: tt.state, Hold: tt.hold, Failures: 2, OpenedAt: at(opened), Rest: rest, Level: 1, Generation: 7}
+			var last time.Time
+			if tt.down != none {
+				b.DownSince = at(tt.down)
+			}
+			if tt.lastRunning != none {
+				last = at(tt.lastRunning)
+			}
+			got := b.Resumed(last, at(tt.now))
+			want := b
+			if tt.want != none {
+				want.DownSince = at(tt.want)
+			}
+			if got != want {
+				t.Fatalf("Resumed(%v, %v):\n got %+v\nwant %+v", tt.lastRunning, tt.now, got, want)
+			}
+		})
+	}
+}
+
 func TestHoldHas(t *testing.T) {
 	tests := []struct {
 		h, x Hold
