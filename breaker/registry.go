@@ -46,18 +46,6 @@ func (d Decision) GiveUpAt(after time.Duration) (time.Time, bool) {
 	return d.DownSince.Add(after), true
 }
 
-// Err returns nil for an allowed request, else an error wrapping ErrOpen
-// that names the host and why it is shut.
-func (d Decision) Err() error {
-	if d.Allowed {
-		return nil
-	}
-	if d.Hold != NoHold {
-		return fmt.Errorf("%s (%s): %w", d.Ticket.Host, d.Hold, ErrOpen)
-	}
-	return fmt.Errorf("%s (%s until %s): %w", d.Ticket.Host, d.State, d.RetryAt.Format(time.RFC3339), ErrOpen)
-}
-
 // Transition records one change of a host's State or Hold.
 type Transition struct {
 	At       time.Time
