@@ -18,9 +18,3 @@ const (
 	// Refused is a 401/403 that names the crawler's product token: opens at once and holds.
 	Refused Class = "refused"
 )
-
-// IsFailure reports whether the class counts towards opening the circuit.
-func (c Class) IsFailure() bool { return c == Transient }
-
-// IsNeutral reports whether the class leaves the breaker's counters alone.
-func (c Class) IsNeutral() bool { return c == Permanent || c == Throttled }

@@ -14,9 +14,19 @@
 //	Open     --now >= OpenedAt+Rest, not held-->   HalfOpen
 //	HalfOpen --Probes consecutive probe OKs-->     Closed (rest ladder reset)
 //	HalfOpen --Transient probe-->                  Open (fresh rest, doubled up to RestMax)
-//	any      --Refused-->                          Open, held (Case)
-//	any      --Registry.Pause-->                   Open, held (Paused)
-//	held     --Unpause / ResolveCase-->            HalfOpen
+//	HalfOpen --Throttled/Permanent probe-->        HalfOpen (DownSince = now, no transition)
+//	any      --Refused-->                          Open, held (+Case)
+//	any      --Registry.Pause-->                   Open, held (+Paused)
+//	held     --ResolveCase (-Case) / Unpause (-Paused)-->
+//	                 Open, held   if a hold remains
+//	                 HalfOpen     if none remains (DownSince = now)
+//
+// The two holds are independent flags of Hold: an operator's pause
+// (Paused, its reason in PauseReason) and a case (Case, the refusal's
+// detail in HoldReason). A host may have both (Paused|Case, "case+paused");
+// Refused adds Case and Pause adds Paused whatever else holds it, and
+// ResolveCase and Unpause each remove only their own. Adding or removing a
+// hold is a transition even when the State stays Open.
 //
 // A Registry holds the breakers of one process. A worker calls Admit before
 // a request (after the authorisation check, before the rate limiter, so an
@@ -36,6 +46,13 @@
 //     never reports stops blocking at admitted-at + ProbeTimeout, so no
 //     host stays stuck half-open.
 //   - Every transition (change of State or Hold) increments Generation.
+//   - A held breaker goes half-open only when its last hold is released.
+//   - While a circuit is not closed, DownSince is when the host was last
+//     known to answer: the open from closed sets it, and a release and a
+//     probe answered with Throttled or Permanent (a 429, a 404: the host
+//     is alive, only unwilling) restart it without a transition. GiveUp
+//     counts from it, so a host that keeps answering its probes with 429
+//     is never given up on as unreachable.
 //
 // # Stale tickets
 //
@@ -62,25 +79,39 @@
 //
 // Refused is the exception to generations: it is a message about the
 // crawler, not a sample of the host's health, so a late refusal still opens
-// a case (turning a pause into a case too). A case outranks a pause.
+// a case (on a paused host too, which then keeps its pause as well).
 //
 // # Persistence
 //
 // Breaker fields are exported so that another package can store them.
 // TakeDirty hands over what changed and what was evicted since the last
 // call (write-through); Load restores an entry at startup without firing a
-// transition. The probe gate is not persisted: it starts free.
+// transition. The probe gate is not persisted: it starts free. A loader
+// passes each stored breaker through Breaker.Resumed first, so that the
+// hours the crawler was not running do not count as a host's downtime (its
+// rest, though, passes in wall time).
 //
 // # Concurrency
 //
 // A Registry is safe for concurrent use by many goroutines. One sync.Mutex
 // guards its map; critical sections are a map lookup and a few field
-// updates, with no I/O and no callbacks. The onTransition callback runs
-// after the lock is released, on the goroutine that caused the transition,
-// so callbacks may run concurrently and may call back into the Registry;
-// use Transition.Generation to order one host's transitions. Time is always
-// passed in: nothing in this package reads the clock.
+// updates, with no I/O and no callbacks. Transitions reach the
+// onTransition callback in the order they were committed (globally, so
+// one host's in increasing Generation), one at a time, and never under the
+// lock: a transition is queued under the lock, and after unlocking the
+// goroutine that caused it delivers the queue, unless another goroutine is
+// delivering already, in which case that one delivers it and the caller
+// returns at once. So with no competition the callback has run before
+// Admit, Report, Pause, Unpause or ResolveCase returns; under contention it
+// may run a little later, on another goroutine. A callback may call back
+// into the Registry, even to cause another transition: that call returns
+// without waiting, and its transition is delivered after the current
+// callback returns. A slow callback delays later transitions and the
+// goroutine delivering them, but no other caller. Time is always passed in:
+// nothing in this package reads the clock.
 //
 // Config.Disabled turns the automatic breaker off (every unheld host is
-// allowed, Report does nothing) but operator pauses still hold.
+// allowed, Report ignores every class but Refused, GiveUp is always false)
+// but holds still apply: a Refused report opens and holds a case exactly as
+// when enabled, operator pauses hold, and both are released as usual.
 package breaker

@@ -16,8 +16,9 @@ import (
 
 type modelHost struct {
 	state    State
-	hold     Hold
-	reason   string
+	hold     Hold   // a set of flags
+	detail   string // the case's refusal detail
+	why      string // the pause's reason
 	failures int
 	probeOK  int
 	openedAt time.Time
@@ -101,9 +102,9 @@ func (m *model) report(tk *modelTicket, c Class, detail string) {
 		mh.gate = -1
 	}
 	if c == Refused {
-		if mh.hold != Case {
-			m.open(mh)
-			mh.hold, mh.reason = Case, detail
+		if mh.hold&Case == 0 {
+			m.addHold(mh, Case)
+			mh.detail = detail
 		}
 		return
 	}
@@ -138,34 +139,51 @@ func (m *model) probeOutcome(mh *modelHost, c Class) {
 			mh.rest, mh.level = doubled, mh.level+1
 		}
 		m.open(mh)
+	case Permanent, Throttled:
+		mh.down = m.now // the host answered
 	}
+}
+
+// addHold: an unheld host opens; a held one is open already and only
+// gains the flag, which is a transition all the same.
+func (m *model) addHold(mh *modelHost, h Hold) {
+	if mh.hold == NoHold {
+		m.open(mh)
+	} else {
+		m.moved(mh)
+	}
+	mh.hold |= h
 }
 
 func (m *model) pause(h, reason string) {
 	mh := m.host(h)
-	switch mh.hold {
-	case Case:
-	case Paused:
-		mh.reason = reason
-	default:
-		m.open(mh)
-		mh.hold, mh.reason = Paused, reason
+	if mh.hold&Paused == 0 {
+		m.addHold(mh, Paused)
 	}
+	mh.why = reason
 }
 
 // release returns the sentinel the registry must return, or nil.
 func (m *model) release(h string, want Hold) error {
 	mh := m.host(h)
-	if mh.hold != want {
+	if mh.hold&want == 0 {
 		switch {
 		case want == Case:
 			return ErrNoCase
-		case mh.hold == Case:
+		case mh.hold&Case != 0:
 			return ErrCaseOpen
 		}
 		return ErrNotPaused
 	}
-	mh.state, mh.hold, mh.reason, mh.probeOK, mh.down = HalfOpen, NoHold, "", 0, m.now
+	mh.hold &^= want
+	if want == Case {
+		mh.detail = ""
+	} else {
+		mh.why = ""
+	}
+	if mh.hold == NoHold {
+		mh.state, mh.probeOK, mh.down = HalfOpen, 0, m.now
+	}
 	m.moved(mh)
 	return nil
 }
@@ -311,7 +329,7 @@ func (s *modelRun) check(t *rapid.T) {
 }
 
 func (s *modelRun) checkHost(t *rapid.T, h string, mh *modelHost, b Breaker) {
-	if b.State != mh.state || b.Hold != mh.hold || b.HoldReason != mh.reason ||
+	if b.State != mh.state || b.Hold != mh.hold || b.HoldReason != mh.detail || b.PauseReason != mh.why ||
 		b.Failures != mh.failures || b.ProbeSuccesses != mh.probeOK {
 		t.Fatalf("%s: registry %+v, model %+v", h, b, *mh)
 	}

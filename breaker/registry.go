@@ -46,18 +46,6 @@ func (d Decision) GiveUpAt(after time.Duration) (time.Time, bool) {
 	return d.DownSince.Add(after), true
 }
 
-// Err returns nil for an allowed request, else an error wrapping ErrOpen
-// that names the host and why it is shut.
-func (d Decision) Err() error {
-	if d.Allowed {
-		return nil
-	}
-	if d.Hold != NoHold {
-		return fmt.Errorf("%s (%s): %w", d.Ticket.Host, d.Hold, ErrOpen)
-	}
-	return fmt.Errorf("%s (%s until %s): %w", d.Ticket.Host, d.State, d.RetryAt.Format(time.RFC3339), ErrOpen)
-}
-
 // Transition records one change of a host's State or Hold.
 type Transition struct {
 	At       time.Time
@@ -69,10 +57,11 @@ type Transition struct {
 	// (status or error text); empty for time, pauses and releases.
 	Class  Class
 	Detail string
-	// Reason is the pause reason, the case text, or "unpaused" / "case resolved".
+	// Reason is the pause reason (for a Pause), the case's detail (for a
+	// refusal), or "unpaused" / "case resolved" (for a release).
 	Reason string
-	// Generation is the breaker's generation after the transition. Callbacks
-	// may run concurrently; order one host's transitions by it.
+	// Generation is the breaker's generation after the transition; the
+	// callback receives one host's transitions in increasing Generation.
 	Generation uint64
 }
 
@@ -98,11 +87,16 @@ type Registry struct {
 	floor   uint64
 	dirty   map[string]struct{}
 	removed map[string]struct{}
+	// pending holds committed transitions not yet handed to on, in commit
+	// order; delivering is set while a goroutine is handing them over.
+	pending    []Transition
+	delivering bool
 }
 
 // NewRegistry returns an empty registry using cfg.WithDefaults().
-// onTransition, if not nil, is called for every transition after the
-// registry's lock is released, on the goroutine that caused it.
+// onTransition, if not nil, is called for every transition, in the order
+// they were committed, never concurrently with itself and never under the
+// registry's lock (see Concurrency in the package doc).
 func NewRegistry(cfg Config, onTransition func(Transition)) *Registry {
 	return &Registry{
 		cfg:     cfg.WithDefaults(),
@@ -124,10 +118,10 @@ func (r *Registry) Admit(host string, now time.Time) Decision {
 		return Decision{Allowed: true, Ticket: Ticket{Host: host, At: now}}
 	}
 	d, tr, fire := r.admit(host, e, now)
-	r.mu.Unlock()
 	if fire {
-		r.emit(tr)
+		r.queue(tr)
 	}
+	r.unlock()
 	return d
 }
 
@@ -171,17 +165,18 @@ func (r *Registry) admitProbe(host string, e *entry, d *Decision, now time.Time)
 
 // Report applies the outcome of a request admitted with t, unless t is
 // stale (see "Stale tickets" in the package doc; Refused always counts),
-// and frees the probe gate if t holds it.
+// and frees the probe gate if t holds it. With Config.Disabled only Refused
+// counts: it still opens a case.
 func (r *Registry) Report(t Ticket, c Class, detail string, now time.Time) {
-	if r.cfg.Disabled {
+	if r.cfg.Disabled && c != Refused {
 		return
 	}
 	r.mu.Lock()
 	tr, fire := r.report(t, c, detail, now)
-	r.mu.Unlock()
 	if fire {
-		r.emit(tr)
+		r.queue(tr)
 	}
+	r.unlock()
 }
 
 func (r *Registry) report(t Ticket, c Class, detail string, now time.Time) (Transition, bool) {
@@ -222,8 +217,9 @@ func (e *entry) accepts(t Ticket) bool {
 }
 
 // Pause force-opens host with an operator hold, creating its entry if
-// needed. Time and successes never close it; only Unpause does. A host
-// held by a case keeps its case; pausing a paused host replaces the reason.
+// needed. Time and successes never close it; only Unpause releases it. A
+// host held by a case keeps its case and gains the pause (a transition);
+// pausing a paused host only replaces the reason.
 func (r *Registry) Pause(host, reason string, now time.Time) {
 	r.mu.Lock()
 	e := r.hosts[host]
@@ -233,21 +229,23 @@ func (r *Registry) Pause(host, reason string, now time.Time) {
 	before := e.b
 	moved := e.b.pause(r.cfg, reason, now)
 	tr := r.commit(host, e, before, now, "", "", reason)
-	r.mu.Unlock()
 	if moved {
-		r.emit(tr)
+		r.queue(tr)
 	}
+	r.unlock()
 }
 
-// Unpause releases an operator pause to half-open. It returns an error
-// wrapping ErrCaseOpen for a host held by a case and ErrNotPaused for any
-// other host that is not paused.
+// Unpause releases an operator pause, leaving any case: the host goes
+// half-open only if no case holds it. For a host that is not paused it
+// returns an error wrapping ErrCaseOpen if a case holds it, else
+// ErrNotPaused.
 func (r *Registry) Unpause(host string, now time.Time) error {
 	return r.release(host, Paused, "unpaused", now)
 }
 
-// ResolveCase releases a case hold to half-open, or returns an error
-// wrapping ErrNoCase.
+// ResolveCase releases a case hold, leaving any pause: the host goes
+// half-open only if it is not paused. For a host without a case it returns
+// an error wrapping ErrNoCase.
 func (r *Registry) ResolveCase(host string, now time.Time) error {
 	return r.release(host, Case, "case resolved", now)
 }
@@ -255,7 +253,7 @@ func (r *Registry) ResolveCase(host string, now time.Time) error {
 func (r *Registry) release(host string, want Hold, reason string, now time.Time) error {
 	r.mu.Lock()
 	e := r.hosts[host]
-	if e == nil || e.b.Hold != want {
+	if e == nil || !e.b.Hold.Has(want) {
 		var have Hold
 		if e != nil {
 			have = e.b.Hold
@@ -264,10 +262,9 @@ func (r *Registry) release(host string, want Hold, reason string, now time.Time)
 		return releaseError(host, want, have)
 	}
 	before := e.b
-	e.b.release(now)
-	tr := r.commit(host, e, before, now, "", "", reason)
-	r.mu.Unlock()
-	r.emit(tr)
+	e.b.unhold(want, now)
+	r.queue(r.commit(host, e, before, now, "", "", reason))
+	r.unlock()
 	return nil
 }
 
@@ -275,7 +272,7 @@ func releaseError(host string, want, have Hold) error {
 	switch {
 	case want == Case:
 		return fmt.Errorf("resolve case for %s: %w", host, ErrNoCase)
-	case have == Case:
+	case have.Has(Case):
 		return fmt.Errorf("unpause %s: %w", host, ErrCaseOpen)
 	}
 	return fmt.Errorf("unpause %s: %w", host, ErrNotPaused)
@@ -283,8 +280,12 @@ func releaseError(host string, want, have Hold) error {
 
 // GiveUp reports whether host has been down, unheld, for at least after:
 // it is open or half-open without a hold and no probe streak has closed it
-// since DownSince.
+// since DownSince. It is always false with Config.Disabled: with the
+// automatic breaker off no host is down by its account.
 func (r *Registry) GiveUp(host string, after time.Duration, now time.Time) bool {
+	if r.cfg.Disabled {
+		return false
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.hosts[host]
@@ -320,10 +321,15 @@ func (r *Registry) Snapshot() map[string]Breaker {
 // Load restores a persisted breaker for host without firing a transition or
 // marking it dirty. It is meant for startup, before requests are admitted.
 // A clean breaker removes the entry; a held breaker is forced Open; a
-// missing rest takes the configured one. The probe gate starts free.
+// missing rest takes the configured one; a pause stored before holds were
+// independent (Hold Paused, its reason in HoldReason) has the reason moved
+// to PauseReason. The probe gate starts free.
 func (r *Registry) Load(host string, b Breaker) {
 	if b.Hold != NoHold {
 		b.State = Open
+	}
+	if b.Hold == Paused && b.PauseReason == "" && b.HoldReason != "" {
+		b.PauseReason, b.HoldReason = b.HoldReason, ""
 	}
 	if b.State != Closed && b.Rest <= 0 {
 		b.Rest = r.cfg.Rest
@@ -386,8 +392,12 @@ func (r *Registry) commit(host string, e *entry, before Breaker, now time.Time, 
 		delete(r.removed, host)
 	}
 	r.evictIfClean(host, e)
-	if reason == "" && e.b.Hold != NoHold {
+	switch {
+	case reason != "":
+	case e.b.Hold.Has(Case):
 		reason = e.b.HoldReason
+	case e.b.Hold.Has(Paused):
+		reason = e.b.PauseReason
 	}
 	return Transition{
 		At: now, Host: host, From: before.State, To: e.b.State, Hold: e.b.Hold,
@@ -405,8 +415,45 @@ func (r *Registry) evictIfClean(host string, e *entry) {
 	delete(r.dirty, host)
 }
 
-func (r *Registry) emit(tr Transition) {
+// queue books a committed transition for delivery. r.mu must be held, and
+// the caller must release it with unlock.
+func (r *Registry) queue(tr Transition) {
 	if r.on != nil {
-		r.on(tr)
+		r.pending = append(r.pending, tr)
 	}
+}
+
+// unlock releases r.mu, first handing every pending transition to the
+// callback, one at a time and with r.mu released during each call, unless
+// another goroutine is already doing so: that one delivers ours too, after
+// those committed before it. So transitions reach the callback in commit
+// order and one at a time, and a caller with no competition has its
+// transition delivered before it returns. A callback that calls back into
+// the registry finds a delivery under way and returns at once; its own
+// transitions follow when the callback returns.
+func (r *Registry) unlock() {
+	if r.delivering || len(r.pending) == 0 {
+		r.mu.Unlock()
+		return
+	}
+	r.delivering = true
+	locked := true
+	defer func() { // also if the callback panics
+		if !locked {
+			r.mu.Lock()
+		}
+		r.delivering = false
+		r.mu.Unlock()
+	}()
+	for len(r.pending) > 0 {
+		tr := r.pending[0]
+		r.pending[0] = Transition{}
+		r.pending = r.pending[1:]
+		r.mu.Unlock()
+		locked = false
+		r.on(tr)
+		r.mu.Lock()
+		locked = true
+	}
+	r.pending = nil
 }

@@ -96,9 +96,6 @@ func TestRegistryOpensAfterThreshold(t *testing.T) {
 			if d.State != Open || !d.RetryAt.Equal(at(time.Second+time.Minute)) {
 				t.Fatalf("decision %+v, want open until rest end", d)
 			}
-			if !errors.Is(d.Err(), ErrOpen) {
-				t.Fatalf("Err() = %v, want ErrOpen", d.Err())
-			}
 		})
 	}
 }
@@ -211,15 +208,131 @@ func TestRegistryPause(t *testing.T) {
 	}
 }
 
-func TestRegistryLateRefusalTurnsPauseIntoCase(t *testing.T) {
+// A late refusal on a paused host adds a case and keeps the pause; a
+// second pause on a host with a case records it too.
+func TestRegistryLateRefusalKeepsPause(t *testing.T) {
 	r, _ := newReg(t, Config{})
 	tk := mustAdmit(t, r, host, t0)
 	r.Pause(host, "maintenance", t0)
 	r.Report(tk, Refused, "403 breakwater", at(time.Second))
-	wantState(t, r, host, Open, Case)
+	if b := wantState(t, r, host, Open, Paused|Case); b.HoldReason != "403 breakwater" || b.PauseReason != "maintenance" {
+		t.Fatalf("refusal replaced the pause: %+v", b)
+	}
 	r.Pause(host, "again", at(2*time.Second))
-	if b := wantState(t, r, host, Open, Case); b.HoldReason != "403 breakwater" {
-		t.Fatalf("pause replaced the case: %+v", b)
+	if b := wantState(t, r, host, Open, Paused|Case); b.HoldReason != "403 breakwater" || b.PauseReason != "again" {
+		t.Fatalf("second pause: %+v", b)
+	}
+}
+
+// The two holds are independent: releasing one leaves the other, and the
+// host goes half-open only when neither remains. Both orders.
+func TestRegistryHoldsAreIndependent(t *testing.T) {
+	type tr struct {
+		to     State
+		hold   Hold
+		reason string
+	}
+	check := func(t *testing.T, rc *recorder, want []tr) {
+		t.Helper()
+		var got []tr
+		for _, x := range rc.list() {
+			got = append(got, tr{x.To, x.Hold, x.Reason})
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("transitions:\n got %+v\nwant %+v", got, want)
+		}
+	}
+	held := func(t *testing.T, r *Registry, hold Hold, now time.Time) {
+		t.Helper()
+		if d := mustDeny(t, r, host, now); d.Hold != hold || !d.RetryAt.IsZero() || !d.DownSince.IsZero() {
+			t.Fatalf("decision %+v, want held %v", d, hold)
+		}
+		if r.GiveUp(host, time.Second, now) {
+			t.Fatal("GiveUp on a held host")
+		}
+	}
+	long := 1000 * time.Hour
+
+	t.Run("pause, refuse, resolve: still paused", func(t *testing.T) {
+		r, rc := newReg(t, Config{Rest: time.Minute})
+		tk := mustAdmit(t, r, host, t0)
+		r.Pause(host, "complaint", t0)
+		r.Report(tk, Refused, "403 breakwater", at(time.Second))
+		held(t, r, Paused|Case, at(time.Second))
+		if err := r.ResolveCase(host, at(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if b := wantState(t, r, host, Open, Paused); b.PauseReason != "complaint" || b.HoldReason != "" {
+			t.Fatalf("after ResolveCase: %+v, want the pause and its reason kept", b)
+		}
+		held(t, r, Paused, at(long))
+		if err := r.ResolveCase(host, at(long)); !errors.Is(err, ErrNoCase) {
+			t.Fatalf("second ResolveCase = %v, want ErrNoCase", err)
+		}
+		if err := r.Unpause(host, at(long)); err != nil {
+			t.Fatal(err)
+		}
+		if b := wantState(t, r, host, HalfOpen, NoHold); !b.DownSince.Equal(at(long)) || b.PauseReason != "" {
+			t.Fatalf("after Unpause: %+v", b)
+		}
+		check(t, rc, []tr{
+			{Open, Paused, "complaint"},
+			{Open, Paused | Case, "403 breakwater"},
+			{Open, Paused, "case resolved"},
+			{HalfOpen, NoHold, "unpaused"},
+		})
+	})
+
+	t.Run("refuse, pause, unpause: still a case; resolve: half-open", func(t *testing.T) {
+		r, rc := newReg(t, Config{Rest: time.Minute})
+		outcome(t, r, host, Refused, t0)
+		r.Pause(host, "notice", at(time.Second))
+		if b := wantState(t, r, host, Open, Case|Paused); b.PauseReason != "notice" || b.HoldReason != "refused" {
+			t.Fatalf("after Pause: %+v", b)
+		}
+		r.Pause(host, "notice 2", at(2*time.Second)) // only the reason changes
+		if err := r.Unpause(host, at(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if b := wantState(t, r, host, Open, Case); b.HoldReason != "refused" || b.PauseReason != "" {
+			t.Fatalf("after Unpause: %+v, want the case and its detail kept", b)
+		}
+		held(t, r, Case, at(long))
+		if err := r.Unpause(host, at(long)); !errors.Is(err, ErrCaseOpen) {
+			t.Fatalf("second Unpause = %v, want ErrCaseOpen", err)
+		}
+		if err := r.ResolveCase(host, at(long)); err != nil {
+			t.Fatal(err)
+		}
+		if b := wantState(t, r, host, HalfOpen, NoHold); !b.DownSince.Equal(at(long)) || b.HoldReason != "" {
+			t.Fatalf("after ResolveCase: %+v", b)
+		}
+		if tk := mustAdmit(t, r, host, at(long)); !tk.Probe {
+			t.Fatal("no probe after the last hold was released")
+		}
+		if err := r.Unpause(host, at(long)); !errors.Is(err, ErrNotPaused) {
+			t.Fatalf("Unpause of a released host = %v, want ErrNotPaused", err)
+		}
+		check(t, rc, []tr{
+			{Open, Case, "refused"},
+			{Open, Case | Paused, "notice"},
+			{Open, Case, "unpaused"},
+			{HalfOpen, NoHold, "case resolved"},
+		})
+	})
+}
+
+// Before the holds were independent a paused breaker was stored with the
+// pause reason in HoldReason; Load moves it to PauseReason.
+func TestRegistryLoadMovesOldPauseReason(t *testing.T) {
+	r, _ := newReg(t, Config{})
+	r.Load(host, Breaker{State: Open, Hold: Paused, HoldReason: "complaint", Generation: 5})
+	r.Load("case.test", Breaker{State: Open, Hold: Case, HoldReason: "403", Generation: 5})
+	if b := wantState(t, r, host, Open, Paused); b.PauseReason != "complaint" || b.HoldReason != "" {
+		t.Fatalf("old pause loaded as %+v", b)
+	}
+	if b := wantState(t, r, "case.test", Open, Case); b.HoldReason != "403" || b.PauseReason != "" {
+		t.Fatalf("old case loaded as %+v", b)
 	}
 }
 
@@ -448,6 +561,30 @@ func TestRegistryLoadKeepsOpenUntilRestEnd(t *testing.T) {
 	mustDeny(t, r2, "paused.test", at(time.Hour))
 }
 
+// A host restored after the crawler was stopped for hours is given up on
+// only once it has been down for GiveUp's window of running time.
+func TestRegistryResumedNotGivenUpAtOnce(t *testing.T) {
+	const after = time.Hour
+	rest := time.Minute
+	r1, _ := newReg(t, Config{Threshold: 1, Rest: rest})
+	openHost(t, r1, host, t0)
+	saved, _ := r1.Get(host)
+	lastRunning, restart := at(50*time.Minute), at(10*time.Hour)
+
+	r2, _ := newReg(t, Config{Threshold: 1, Rest: rest})
+	r2.Load(host, saved.Resumed(lastRunning, restart))
+	due := restart.Add(10 * time.Minute)
+	if r2.GiveUp(host, after, due.Add(-time.Nanosecond)) {
+		t.Fatal("given up on at once: the crawler's downtime counted as the host's")
+	}
+	if !r2.GiveUp(host, after, due) {
+		t.Fatal("not given up on after an hour of running time")
+	}
+	if tk := mustAdmit(t, r2, host, restart); !tk.Probe {
+		t.Fatal("rest passed while stopped, yet no probe at once")
+	}
+}
+
 func TestRegistryHealthyHostsLeaveNoEntry(t *testing.T) {
 	r, _ := newReg(t, Config{})
 	for i := range 100_000 {
@@ -487,6 +624,42 @@ func TestRegistryGiveUp(t *testing.T) {
 	outcome(t, r, host, OK, at(2*time.Hour))
 	if r.GiveUp(host, 0, at(10*time.Hour)) {
 		t.Fatal("GiveUp on a recovered host")
+	}
+}
+
+// A half-open host that answers its probe with a 429 (or a 404) is alive:
+// the answer restarts the down clock, so it is not given up on as
+// unreachable, and it frees the gate for the next probe.
+func TestRegistryAnsweredProbeRestartsDownClock(t *testing.T) {
+	const after = time.Hour
+	rest := time.Minute
+	for _, c := range []Class{Throttled, Permanent} {
+		t.Run(string(c), func(t *testing.T) {
+			r, rc := newReg(t, Config{Threshold: 1, Rest: rest, Probes: 2})
+			openHost(t, r, host, t0)
+			probe := mustAdmit(t, r, host, at(after)) // rest long passed
+			if !probe.Probe {
+				t.Fatalf("ticket %+v is not a probe", probe)
+			}
+			before, _ := r.Get(host)
+			n := len(rc.list())
+			now := at(after + time.Second)
+			r.Report(probe, c, string(c), now)
+			b := wantState(t, r, host, HalfOpen, NoHold)
+			if !b.DownSince.Equal(now) || b.Generation != before.Generation || len(rc.list()) != n {
+				t.Fatalf("after a %s probe: %+v (%d transitions, %d before); want DownSince %v, generation %d, no transition",
+					c, b, len(rc.list()), n, now, before.Generation)
+			}
+			if r.GiveUp(host, after, now.Add(after-time.Nanosecond)) {
+				t.Fatalf("given up on a host that answered its probe with %s", c)
+			}
+			if !r.GiveUp(host, after, now.Add(after)) {
+				t.Fatal("not given up on at the restarted DownSince+after")
+			}
+			if next := mustAdmit(t, r, host, now); !next.Probe {
+				t.Fatalf("next ticket %+v is not a probe", next)
+			}
+		})
 	}
 }
 
@@ -541,11 +714,127 @@ func TestRegistryTransitions(t *testing.T) {
 	}
 }
 
+// Transitions reach the callback in the order they were committed. The
+// first callback blocks; meanwhile another goroutine commits the host's
+// next transition, and its call must return without waiting for the first
+// callback, yet the next transition must not overtake the blocked one.
+func TestRegistryTransitionsInCommitOrder(t *testing.T) {
+	entered, unblock, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var gens []uint64
+	var calls atomic.Int32
+	r := NewRegistry(Config{Threshold: 1, Rest: time.Minute}, func(tr Transition) {
+		if calls.Add(1) == 1 {
+			close(entered)
+			<-unblock
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		gens = append(gens, tr.Generation)
+	})
+	var release sync.Once
+	free := func() { release.Do(func() { close(unblock); <-done }) }
+	defer free()
+
+	tk := mustAdmit(t, r, host, t0)
+	go func() {
+		defer close(done)
+		r.Report(tk, Transient, "503", t0) // opens the host
+	}()
+	<-entered
+	mustAdmit(t, r, host, at(time.Minute)) // half-open, while the open's callback blocks
+	free()
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(gens) != 2 || gens[0] >= gens[1] {
+		t.Fatalf("callback saw generations %v, want two in increasing order", gens)
+	}
+}
+
+// A callback may call back into the registry, even to cause another
+// transition: nothing deadlocks, the nested transition is delivered after
+// the one being delivered, and both before the outermost call returns.
+func TestRegistryTransitionCallbackReenters(t *testing.T) {
+	var r *Registry
+	var got []Transition
+	r = NewRegistry(Config{Threshold: 1, Rest: time.Minute}, func(tr Transition) {
+		got = append(got, tr)
+		if tr.To == Open && tr.Hold == NoHold {
+			r.Pause(tr.Host, "opened: paused by the callback", tr.At)
+			r.Get(tr.Host)
+		}
+	})
+	outcome(t, r, host, Transient, t0)
+	if len(got) != 2 || got[0].Hold != NoHold || got[1].Hold != Paused || got[0].Generation >= got[1].Generation {
+		t.Fatalf("transitions %+v, want the open then the callback's pause", got)
+	}
+	outcome(t, r, "other.test", Transient, t0) // delivery still works afterwards
+	if len(got) != 4 {
+		t.Fatalf("%d transitions, want 4", len(got))
+	}
+}
+
+// TestRegistryTransitionOrderConcurrent hammers hosts from many goroutines
+// with outcomes, pauses and releases: each host's transitions must reach
+// the callback with strictly increasing generations, and the callback is
+// never run concurrently with itself.
+func TestRegistryTransitionOrderConcurrent(t *testing.T) {
+	const workers, ops = 16, 3000
+	hosts := []string{"a.test", "b.test", "c.test", "d.test"}
+	var mu sync.Mutex
+	last := map[string]uint64{}
+	var inside, fired atomic.Int32
+	r := NewRegistry(Config{Threshold: 2, Rest: time.Millisecond, Probes: 1, ProbeTimeout: time.Millisecond}, func(tr Transition) {
+		if inside.Add(1) != 1 {
+			t.Error("callback run concurrently")
+		}
+		defer inside.Add(-1)
+		fired.Add(1)
+		mu.Lock()
+		defer mu.Unlock()
+		if g, ok := last[tr.Host]; ok && tr.Generation <= g {
+			t.Errorf("%s: generation %d delivered after %d", tr.Host, tr.Generation, g)
+		}
+		last[tr.Host] = tr.Generation
+	})
+	var clock atomic.Int64
+	now := func() time.Time { return at(time.Duration(clock.Add(int64(100 * time.Microsecond)))) }
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 11))
+			for range ops {
+				h := hosts[rng.IntN(len(hosts))]
+				switch rng.IntN(40) {
+				case 0:
+					r.Pause(h, "ops", now())
+				case 1:
+					r.Unpause(h, now())
+				case 2:
+					r.ResolveCase(h, now())
+				default:
+					if d := r.Admit(h, now()); d.Allowed {
+						c := []Class{OK, OK, Transient, Transient, Throttled, Permanent}[rng.IntN(6)]
+						if rng.IntN(100) == 0 {
+							c = Refused
+						}
+						r.Report(d.Ticket, c, "", now())
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if fired.Load() < workers {
+		t.Fatalf("only %d transitions: the test exercises nothing", fired.Load())
+	}
+}
+
 func TestRegistryDisabled(t *testing.T) {
 	r, rc := newReg(t, Config{Threshold: 1, Disabled: true})
-	for i := range 10 {
-		outcome(t, r, host, Transient, at(time.Duration(i)))
-		outcome(t, r, host, Refused, at(time.Duration(i)))
+	for i := range 12 {
+		outcome(t, r, host, []Class{Transient, OK, Permanent, Throttled}[i%4], at(time.Duration(i)))
 	}
 	if len(r.Snapshot()) != 0 || len(rc.list()) != 0 {
 		t.Fatalf("disabled registry recorded %v %v", r.Snapshot(), rc.list())
@@ -557,6 +846,44 @@ func TestRegistryDisabled(t *testing.T) {
 	}
 	mustAdmit(t, r, host, at(time.Hour))
 	mustAdmit(t, r, host, at(time.Hour))
+	// With the automatic breaker off no host is down by its account, not
+	// even one left half-open by a release.
+	if r.GiveUp(host, time.Hour, at(100*time.Hour)) {
+		t.Fatal("GiveUp on a disabled registry")
+	}
+}
+
+// The comparison mode turns the automatic breaker off, not the cases: a
+// refusal that names the crawler still holds the host for a person.
+func TestRegistryDisabledKeepsCases(t *testing.T) {
+	r, rc := newReg(t, Config{Threshold: 1, Rest: time.Minute, Disabled: true})
+	early := mustAdmit(t, r, host, t0)
+	outcome(t, r, host, Refused, at(time.Second))
+	if b := wantState(t, r, host, Open, Case); b.HoldReason != string(Refused) {
+		t.Fatalf("hold reason %q, want the refusal's detail", b.HoldReason)
+	}
+	for i := range 10 {
+		now := at(time.Duration(i) * time.Hour)
+		r.Report(early, OK, "200", now)
+		r.Report(early, Transient, "503", now)
+		if d := mustDeny(t, r, host, now); d.Hold != Case || !d.RetryAt.IsZero() {
+			t.Fatalf("held decision %+v, want case hold and no RetryAt", d)
+		}
+	}
+	if r.GiveUp(host, time.Second, at(10*time.Hour)) {
+		t.Fatal("GiveUp on a held host")
+	}
+	if err := r.ResolveCase(host, at(10*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	mustAdmit(t, r, host, at(10*time.Hour))
+	outcome(t, r, host, Transient, at(10*time.Hour))
+	mustAdmit(t, r, host, at(10*time.Hour))
+	trs := rc.list()
+	if len(trs) != 2 || trs[0].To != Open || trs[0].Hold != Case || trs[0].Class != Refused ||
+		trs[1].Reason != "case resolved" || trs[1].Hold != NoHold {
+		t.Fatalf("transitions %+v", trs)
+	}
 }
 
 // TestRegistryConcurrent hammers several hosts from many goroutines with

@@ -32,21 +32,29 @@ func (s State) String() string {
 	return "State(" + strconv.Itoa(int(s)) + ")"
 }
 
-// Hold says why an open circuit must not close on its own.
+// Hold says why an open circuit must not close on its own. It is a set of
+// independent flags: a host may be paused by an operator and held by a
+// case at once (Paused|Case), and releasing one leaves the other.
 type Hold uint8
 
 // The holds. A held breaker is always Open, never probed and never moved to
-// half-open by time; only Registry.Unpause or Registry.ResolveCase release it.
+// half-open by time; only Registry.Unpause (for Paused) and
+// Registry.ResolveCase (for Case) release them, and the circuit goes
+// half-open when the last is released. The values are those stored before
+// holds became flags, so stored breakers read the same.
 const (
 	// NoHold is an ordinary breaker.
-	NoHold Hold = iota
+	NoHold Hold = 0
 	// Paused is an operator's force-open.
-	Paused
+	Paused Hold = 1
 	// Case is a refusal that named the crawler: a human must resolve it.
-	Case
+	Case Hold = 2
 )
 
-// String returns "", "paused" or "case".
+// Has reports whether h includes every hold in x.
+func (h Hold) Has(x Hold) bool { return h&x == x }
+
+// String returns "", "paused", "case" or, for both, "case+paused".
 func (h Hold) String() string {
 	switch h {
 	case NoHold:
@@ -55,6 +63,8 @@ func (h Hold) String() string {
 		return "paused"
 	case Case:
 		return "case"
+	case Case | Paused:
+		return "case+paused"
 	}
 	return "Hold(" + strconv.Itoa(int(h)) + ")"
 }
@@ -86,8 +96,11 @@ type Config struct {
 	// lets another probe through. It should be the request timeout plus
 	// slack. Default 45s.
 	ProbeTimeout time.Duration
-	// Disabled turns automatic opening off: Admit allows every host that
-	// is not held and Report does nothing. Operator holds still apply.
+	// Disabled turns the automatic breaker off, for comparison runs: Admit
+	// allows every host that is not held, Report ignores every class but
+	// Refused and GiveUp is always false. Holds still apply: a Refused
+	// report still opens a case, and pauses and cases are released as
+	// when enabled.
 	Disabled bool
 }
 
@@ -127,16 +140,23 @@ type Breaker struct {
 	Rest time.Duration
 	// Level is the number of doublings applied to Rest since the last close.
 	Level int
-	// DownSince is when the circuit opened after the host was last healthy,
-	// restarted when a hold is released; zero while closed. GiveUp reads it.
+	// DownSince is, while the circuit is not closed, when the host was last
+	// known to answer: set when a closed circuit opens, restarted when a
+	// hold is released and when a probe is answered with Throttled or
+	// Permanent; zero while closed. GiveUp reads it.
 	DownSince time.Time
 	// Generation increases by one on every transition (a change of State
 	// or Hold); outcomes of requests admitted under another generation are
 	// stale.
 	Generation uint64
-	Hold       Hold
-	// HoldReason is the operator's pause reason or the refusal's detail.
+	// Hold is the set of holds keeping the circuit open; see Hold.
+	Hold Hold
+	// HoldReason is the case's refusal detail while Hold has Case, else
+	// empty. (Breakers stored before holds were independent kept a pause's
+	// reason here; Registry.Load moves it to PauseReason.)
 	HoldReason string
+	// PauseReason is the operator's reason while Hold has Paused, else empty.
+	PauseReason string
 }
 
 // Clean reports whether b is indistinguishable from a host never seen:
@@ -154,6 +174,31 @@ func (b Breaker) ReadyAt() time.Time {
 	return b.OpenedAt.Add(b.Rest)
 }
 
+// Resumed returns b as restored at now by a run that follows one last known
+// to be running at lastRunning (zero if unknown), so that the time the
+// crawler was not running does not count as the host's downtime. For an
+// unheld Open or HalfOpen breaker with a DownSince, the down time already
+// spent while running, lastRunning - DownSince (none if lastRunning is zero
+// or not after DownSince; lastRunning after now counts as now), is kept:
+// DownSince becomes now - spent. OpenedAt and Rest are left alone: a rest
+// passes in wall time, so a host that rested while the crawler was stopped
+// may be probed at once. Closed and held breakers are returned unchanged.
+// Resumed is not a transition: Generation is unchanged.
+func (b Breaker) Resumed(lastRunning, now time.Time) Breaker {
+	if (b.State != Open && b.State != HalfOpen) || b.Hold != NoHold || b.DownSince.IsZero() {
+		return b
+	}
+	var spent time.Duration
+	if !lastRunning.IsZero() {
+		if lastRunning.After(now) {
+			lastRunning = now
+		}
+		spent = max(lastRunning.Sub(b.DownSince), 0)
+	}
+	b.DownSince = now.Add(-spent)
+	return b
+}
+
 // Advance moves an unheld Open breaker whose rest has ended (now >=
 // OpenedAt+Rest) to HalfOpen and reports whether it did.
 func (b *Breaker) Advance(now time.Time) bool {
@@ -168,8 +213,10 @@ func (b *Breaker) Advance(now time.Time) bool {
 
 // Record applies one classified outcome and reports whether it caused a
 // transition. While half-open the outcome is taken as a probe's. Neutral
-// classes (and unknown ones) change nothing; Refused opens and holds the
-// circuit in any state; an Open breaker ignores everything else.
+// classes (and unknown ones) change no counter or state, but a half-open
+// probe answered with Throttled or Permanent restarts DownSince; Refused
+// opens and holds the circuit in any state; an Open breaker ignores
+// everything else.
 func (b *Breaker) Record(cfg Config, c Class, detail string, now time.Time) bool {
 	cfg = cfg.WithDefaults()
 	switch {
@@ -209,44 +256,70 @@ func (b *Breaker) recordProbe(cfg Config, c Class, now time.Time) bool {
 		b.escalate(cfg)
 		b.open(cfg, now)
 		return true
+	case Throttled, Permanent:
+		// The host answered (a 429, a 404): it is alive, so the down
+		// clock restarts. Nothing else changes.
+		b.DownSince = now
 	}
 	return false
 }
 
-// refuse holds the circuit open with a case. A case already open keeps its
-// first detail: the person resolving it needs the original message.
+// refuse adds a case hold, keeping any pause. A case already open keeps
+// its first detail: the person resolving it needs the original message.
 func (b *Breaker) refuse(cfg Config, detail string, now time.Time) bool {
-	if b.Hold == Case {
+	if b.Hold.Has(Case) {
 		return false
 	}
-	b.open(cfg, now)
-	b.Hold, b.HoldReason = Case, detail
+	b.addHold(cfg, Case, now)
+	b.HoldReason = detail
 	return true
 }
 
-// pause force-opens the circuit for an operator. A case outranks a pause and
-// is kept; pausing a paused host only replaces the reason.
+// pause adds an operator's hold, keeping any case. Pausing a paused host
+// only replaces the reason, which is no transition.
 func (b *Breaker) pause(cfg Config, reason string, now time.Time) bool {
-	switch b.Hold {
-	case Case:
-		return false
-	case Paused:
-		b.HoldReason = reason
-		return false
+	moved := !b.Hold.Has(Paused)
+	if moved {
+		b.addHold(cfg, Paused, now)
 	}
-	b.open(cfg, now)
-	b.Hold, b.HoldReason = Paused, reason
-	return true
+	b.PauseReason = reason
+	return moved
 }
 
-// release lifts a hold straight to half-open. The down clock restarts: time
-// spent held says nothing about the host's health and may exceed any
-// give-up window.
-func (b *Breaker) release(now time.Time) {
-	b.State, b.Hold, b.HoldReason = HalfOpen, NoHold, ""
-	b.ProbeSuccesses = 0
-	b.DownSince = now
+// addHold adds h to the holds. An unheld circuit opens; a held one is Open
+// already and only gains the hold, a transition all the same.
+func (b *Breaker) addHold(cfg Config, h Hold, now time.Time) {
+	if b.Hold == NoHold {
+		b.open(cfg, now)
+	} else {
+		b.Generation++
+	}
+	b.Hold |= h
+}
+
+// unhold releases the single hold h (Paused or Case) and its reason, and
+// reports whether b had it. The circuit stays Open while another hold
+// remains; releasing the last goes straight to half-open and restarts the
+// down clock: time spent held says nothing about the host's health and may
+// exceed any give-up window.
+func (b *Breaker) unhold(h Hold, now time.Time) bool {
+	if h == NoHold || !b.Hold.Has(h) {
+		return false
+	}
+	b.Hold &^= h
+	if h.Has(Case) {
+		b.HoldReason = ""
+	}
+	if h.Has(Paused) {
+		b.PauseReason = ""
+	}
+	if b.Hold == NoHold {
+		b.State = HalfOpen
+		b.ProbeSuccesses = 0
+		b.DownSince = now
+	}
 	b.Generation++
+	return true
 }
 
 // open starts a rest. Opening from closed starts the down clock and the

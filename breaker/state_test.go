@@ -128,18 +128,21 @@ func TestBreakerScript(t *testing.T) {
 		{6 * s, Transient, want{Closed, 2, 0, 0, 0, NoHold, 0, none, none}},
 		{7 * s, Transient, want{Open, 0, 0, 10 * s, 0, NoHold, 1, 7 * s, 7 * s}},
 		{8 * s, OK, want{Open, 0, 0, 10 * s, 0, NoHold, 1, 7 * s, 7 * s}},
+		{9 * s, Throttled, want{Open, 0, 0, 10 * s, 0, NoHold, 1, 7 * s, 7 * s}},
 		{17*s - 1, "", want{Open, 0, 0, 10 * s, 0, NoHold, 1, 7 * s, 7 * s}},
 		{17 * s, "", want{HalfOpen, 0, 0, 10 * s, 0, NoHold, 2, 7 * s, 7 * s}},
 		{17 * s, Transient, want{Open, 0, 0, 20 * s, 1, NoHold, 3, 17 * s, 7 * s}},
 		{37*s - 1, "", want{Open, 0, 0, 20 * s, 1, NoHold, 3, 17 * s, 7 * s}},
 		{37 * s, "", want{HalfOpen, 0, 0, 20 * s, 1, NoHold, 4, 17 * s, 7 * s}},
 		{37 * s, OK, want{HalfOpen, 0, 1, 20 * s, 1, NoHold, 4, 17 * s, 7 * s}},
-		{38 * s, Permanent, want{HalfOpen, 0, 1, 20 * s, 1, NoHold, 4, 17 * s, 7 * s}},
-		{38 * s, Transient, want{Open, 0, 0, 40 * s, 2, NoHold, 5, 38 * s, 7 * s}},
-		{78 * s, "", want{HalfOpen, 0, 0, 40 * s, 2, NoHold, 6, 38 * s, 7 * s}},
-		{78 * s, Transient, want{Open, 0, 0, 40 * s, 2, NoHold, 7, 78 * s, 7 * s}},
-		{118 * s, "", want{HalfOpen, 0, 0, 40 * s, 2, NoHold, 8, 78 * s, 7 * s}},
-		{118 * s, OK, want{HalfOpen, 0, 1, 40 * s, 2, NoHold, 8, 78 * s, 7 * s}},
+		// A probe the host answered (404, 429) restarts the down clock.
+		{38 * s, Permanent, want{HalfOpen, 0, 1, 20 * s, 1, NoHold, 4, 17 * s, 38 * s}},
+		{38 * s, Transient, want{Open, 0, 0, 40 * s, 2, NoHold, 5, 38 * s, 38 * s}},
+		{78 * s, "", want{HalfOpen, 0, 0, 40 * s, 2, NoHold, 6, 38 * s, 38 * s}},
+		{78 * s, Transient, want{Open, 0, 0, 40 * s, 2, NoHold, 7, 78 * s, 38 * s}},
+		{118 * s, "", want{HalfOpen, 0, 0, 40 * s, 2, NoHold, 8, 78 * s, 38 * s}},
+		{118 * s, Throttled, want{HalfOpen, 0, 0, 40 * s, 2, NoHold, 8, 78 * s, 118 * s}},
+		{118 * s, OK, want{HalfOpen, 0, 1, 40 * s, 2, NoHold, 8, 78 * s, 118 * s}},
 		{119 * s, OK, want{Closed, 0, 0, 10 * s, 0, NoHold, 9, none, none}},
 		{120 * s, Transient, want{Closed, 1, 0, 10 * s, 0, NoHold, 9, none, none}},
 		{121 * s, Refused, want{Open, 0, 0, 10 * s, 0, Case, 10, 121 * s, 121 * s}},
@@ -160,6 +163,165 @@ func TestBreakerScript(t *testing.T) {
 		if got != st.want {
 			t.Fatalf("row %d (%v at %v):\n got %+v\nwant %+v", i, st.do, st.at, got, st.want)
 		}
+	}
+}
+
+// TestBreakerHolds climbs a ladder of pauses, refusals and releases: the
+// two holds are independent, and the circuit goes half-open only when the
+// last one is released.
+func TestBreakerHolds(t *testing.T) {
+	cfg := Config{Threshold: 3, Rest: 10 * time.Second}
+	s, long := time.Second, 1000*time.Hour
+	type want struct {
+		moved        bool
+		state        State
+		hold         Hold
+		detail, why  string // HoldReason (the case's), PauseReason
+		gen          uint64
+		down, opened time.Duration
+	}
+	type step struct {
+		at   time.Duration
+		do   string // pause, refuse, unpause, resolve, advance, or a Class to record
+		arg  string
+		want want
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"pause, refuse, resolve: still paused", []step{
+			{0, "pause", "complaint", want{true, Open, Paused, "", "complaint", 1, 0, 0}},
+			{1 * s, "refuse", "403 names us", want{true, Open, Paused | Case, "403 names us", "complaint", 2, 0, 0}},
+			{2 * s, "refuse", "again", want{false, Open, Paused | Case, "403 names us", "complaint", 2, 0, 0}},
+			{3 * s, "ok", "", want{false, Open, Paused | Case, "403 names us", "complaint", 2, 0, 0}},
+			{4 * s, "resolve", "", want{true, Open, Paused, "", "complaint", 3, 0, 0}},
+			{5 * s, "resolve", "", want{false, Open, Paused, "", "complaint", 3, 0, 0}},
+			{long, "advance", "", want{false, Open, Paused, "", "complaint", 3, 0, 0}},
+			{long, "unpause", "", want{true, HalfOpen, NoHold, "", "", 4, long, 0}},
+		}},
+		{"refuse, pause, unpause: still a case; resolve: half-open", []step{
+			{0, "refuse", "403 names us", want{true, Open, Case, "403 names us", "", 1, 0, 0}},
+			{1 * s, "pause", "notice", want{true, Open, Case | Paused, "403 names us", "notice", 2, 0, 0}},
+			{2 * s, "pause", "notice 2", want{false, Open, Case | Paused, "403 names us", "notice 2", 2, 0, 0}},
+			{3 * s, "unpause", "", want{true, Open, Case, "403 names us", "", 3, 0, 0}},
+			{4 * s, "unpause", "", want{false, Open, Case, "403 names us", "", 3, 0, 0}},
+			{long, "advance", "", want{false, Open, Case, "403 names us", "", 3, 0, 0}},
+			{long, "resolve", "", want{true, HalfOpen, NoHold, "", "", 4, long, 0}},
+		}},
+		{"a hold on a resting circuit keeps its down clock", []step{
+			{0, "transient", "", want{false, Closed, NoHold, "", "", 0, none, none}},
+			{1 * s, "transient", "", want{false, Closed, NoHold, "", "", 0, none, none}},
+			{2 * s, "transient", "", want{true, Open, NoHold, "", "", 1, 2 * s, 2 * s}},
+			{3 * s, "pause", "ops", want{true, Open, Paused, "", "ops", 2, 2 * s, 3 * s}},
+			{4 * s, "refuse", "403", want{true, Open, Paused | Case, "403", "ops", 3, 2 * s, 3 * s}},
+			{5 * s, "unpause", "", want{true, Open, Case, "403", "", 4, 2 * s, 3 * s}},
+			{6 * s, "resolve", "", want{true, HalfOpen, NoHold, "", "", 5, 6 * s, 3 * s}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b Breaker
+			for i, st := range tt.steps {
+				now := at(st.at)
+				var moved bool
+				switch st.do {
+				case "pause":
+					moved = b.pause(cfg, st.arg, now)
+				case "refuse":
+					moved = b.Record(cfg, Refused, st.arg, now)
+				case "unpause":
+					moved = b.unhold(Paused, now)
+				case "resolve":
+					moved = b.unhold(Case, now)
+				case "advance":
+					moved = b.Advance(now)
+				default:
+					moved = b.Record(cfg, Class(st.do), st.arg, now)
+				}
+				got := want{moved, b.State, b.Hold, b.HoldReason, b.PauseReason, b.Generation,
+					offset(b.DownSince), offset(b.OpenedAt)}
+				if got != st.want {
+					t.Fatalf("row %d (%s %q at %v):\n got %+v\nwant %+v", i, st.do, st.arg, st.at, got, st.want)
+				}
+			}
+		})
+	}
+}
+
+// TestBreakerResumed climbs a ladder across a crawler restart: the host
+// went down at 0, the previous run was last known running at lastRunning,
+// the new run starts at now. Only the down time spent while running counts.
+func TestBreakerResumed(t *testing.T) {
+	h := time.Hour
+	opened, rest := 30*time.Minute, 10*time.Minute
+	tests := []struct {
+		name        string
+		state       State
+		hold        Hold
+		down        time.Duration // none: zero DownSince
+		lastRunning time.Duration // none: unknown
+		now         time.Duration
+		want        time.Duration // DownSince after
+	}{
+		{"open: running time kept, stopped time dropped", Open, NoHold, 0, 2 * h, 10 * h, 8 * h},
+		{"half-open: the same", HalfOpen, NoHold, 0, 2 * h, 10 * h, 8 * h},
+		{"restart at once: nothing dropped", Open, NoHold, 0, 2 * h, 2 * h, 0},
+		{"unknown last running: none spent", Open, NoHold, 0, none, 10 * h, 10 * h},
+		{"last running before DownSince: none spent", Open, NoHold, 3 * h, 2 * h, 10 * h, 10 * h},
+		{"last running at DownSince: none spent", HalfOpen, NoHold, 2 * h, 2 * h, 10 * h, 10 * h},
+		{"last running after now: never further back", Open, NoHold, 0, 11 * h, 10 * h, 0},
+		{"paused: unchanged", Open, Paused, 0, 2 * h, 10 * h, 0},
+		{"case: unchanged", Open, Case, 0, 2 * h, 10 * h, 0},
+		{"case and paused: unchanged", Open, Case | Paused, 0, 2 * h, 10 * h, 0},
+		{"closed: unchanged", Closed, NoHold, none, 2 * h, 10 * h, none},
+		{"open without DownSince: unchanged", Open, NoHold, none, 2 * h, 10 * h, none},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := Breaker{State: tt.state, Hold: tt.hold, Failures: 2, OpenedAt: at(opened), Rest: rest, Level: 1, Generation: 7}
+			var last time.Time
+			if tt.down != none {
+				b.DownSince = at(tt.down)
+			}
+			if tt.lastRunning != none {
+				last = at(tt.lastRunning)
+			}
+			got := b.Resumed(last, at(tt.now))
+			want := b
+			if tt.want != none {
+				want.DownSince = at(tt.want)
+			}
+			if got != want {
+				t.Fatalf("Resumed(%v, %v):\n got %+v\nwant %+v", tt.lastRunning, tt.now, got, want)
+			}
+		})
+	}
+}
+
+func TestHoldHas(t *testing.T) {
+	tests := []struct {
+		h, x Hold
+		want bool
+	}{
+		{NoHold, Paused, false},
+		{NoHold, Case, false},
+		{Paused, Paused, true},
+		{Paused, Case, false},
+		{Case, Case, true},
+		{Case, Paused, false},
+		{Paused | Case, Paused, true},
+		{Paused | Case, Case, true},
+		{Paused | Case, Paused | Case, true},
+		{Case, Paused | Case, false},
+	}
+	for _, tt := range tests {
+		if got := tt.h.Has(tt.x); got != tt.want {
+			t.Errorf("%v.Has(%v) = %v, want %v", tt.h, tt.x, got, tt.want)
+		}
+	}
+	if Paused != 1 || Case != 2 {
+		t.Fatalf("Paused = %d, Case = %d: stored breakers read them as 1 and 2", Paused, Case)
 	}
 }
 
@@ -240,6 +402,9 @@ func TestStrings(t *testing.T) {
 		{NoHold.String(), ""},
 		{Paused.String(), "paused"},
 		{Case.String(), "case"},
+		{(Paused | Case).String(), "case+paused"},
+		{(Case | Paused).String(), "case+paused"},
+		{Hold(4).String(), "Hold(4)"},
 		{Hold(7).String(), "Hold(7)"},
 	}
 	for _, tt := range tests {
