@@ -72,16 +72,38 @@ func (e *Engine) raiseCase(c Case) {
 }
 
 // loadBreakers restores persisted breaker state so an open host stays open
-// for the rest of its rest period after a restart.
+// for the rest of its rest period after a restart. The time the crawler
+// was not running is taken off each open host's down time (a host is
+// given up on only after --give-up-after of being tried), and the
+// adjusted state is written back at once, so a crash right after does not
+// count the same downtime twice.
 func (e *Engine) loadBreakers() error {
-	return e.db.ForEachBreaker(func(host string, data []byte) error {
+	lastRunning, err := e.db.RunningAt()
+	if err != nil {
+		return err
+	}
+	now := e.opts.Now()
+	var resumed storage.Batch
+	err = e.db.ForEachBreaker(func(host string, data []byte) error {
 		var b breaker.Breaker
 		if err := json.Unmarshal(data, &b); err != nil {
 			return fmt.Errorf("decode breaker of %s: %w", host, err)
 		}
+		if r := b.Resumed(lastRunning, now); r != b {
+			b = r
+			data, _ := json.Marshal(&b)
+			resumed.PutBreaker(host, data)
+		}
 		e.breakers.Load(host, b)
 		return nil
 	})
+	if err != nil || resumed.Len() == 0 {
+		return err
+	}
+	if _, err := e.db.Commit(&resumed); err != nil {
+		return fmt.Errorf("store resumed breakers: %w", err)
+	}
+	return nil
 }
 
 // persistBreakers writes through the breakers that changed since last time.
