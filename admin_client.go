@@ -7,6 +7,7 @@ import (
 
 	"breakwater/control"
 	"breakwater/crawl"
+	"breakwater/storage"
 )
 
 // adminAPI is what the inspection and control commands need; a running
@@ -14,8 +15,8 @@ import (
 type adminAPI interface {
 	Status() (*crawl.Status, error)
 	Hosts(state string) ([]crawl.HostRow, error)
-	Transitions(host string, since time.Time) ([]crawl.TransitionRecord, error)
-	Cases() ([]crawl.Case, error)
+	Transitions(host string, since time.Time) ([]storage.Transition, error)
+	Cases() ([]storage.Case, error)
 	Pause(host, reason string) error
 	Unpause(host string) error
 	ResolveCase(host string) error
@@ -61,13 +62,13 @@ func (r remoteAdmin) Hosts(state string) ([]crawl.HostRow, error) {
 	return rows, r.call("hosts", crawl.AdminArgs{State: state}, &rows)
 }
 
-func (r remoteAdmin) Transitions(host string, since time.Time) ([]crawl.TransitionRecord, error) {
-	var out []crawl.TransitionRecord
+func (r remoteAdmin) Transitions(host string, since time.Time) ([]storage.Transition, error) {
+	var out []storage.Transition
 	return out, r.call("transitions", crawl.AdminArgs{Host: host, Since: since}, &out)
 }
 
-func (r remoteAdmin) Cases() ([]crawl.Case, error) {
-	var out []crawl.Case
+func (r remoteAdmin) Cases() ([]storage.Case, error) {
+	var out []storage.Case
 	return out, r.call("cases", crawl.AdminArgs{}, &out)
 }
 

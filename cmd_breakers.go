@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"breakwater/crawl"
+	"breakwater/storage"
 )
 
 func runHosts(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -63,7 +63,7 @@ func runTransitions(ctx context.Context, args []string, stdout, stderr io.Writer
 	})
 }
 
-func printTransitions(w io.Writer, ts []crawl.TransitionRecord) {
+func printTransitions(w io.Writer, ts []storage.Transition) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tHOST\tFROM\tTO\tHOLD\tCAUSE")
 	for _, t := range ts {

@@ -1,8 +1,6 @@
 package crawl
 
 import (
-	"encoding/json"
-
 	"fmt"
 	"sort"
 	"strings"
@@ -126,11 +124,7 @@ func (a *Admin) breakers() (map[string]breaker.Breaker, error) {
 		return a.engine.breakers.Snapshot(), nil
 	}
 	out := map[string]breaker.Breaker{}
-	err := a.db.ForEachBreaker(func(host string, data []byte) error {
-		var b breaker.Breaker
-		if err := json.Unmarshal(data, &b); err != nil {
-			return fmt.Errorf("decode breaker of %s: %w", host, err)
-		}
+	err := a.db.ForEachBreaker(func(host string, b breaker.Breaker) error {
 		out[host] = b
 		return nil
 	})
@@ -139,19 +133,15 @@ func (a *Admin) breakers() (map[string]breaker.Breaker, error) {
 
 // Transitions lists logged breaker transitions, oldest first, optionally of
 // one host and since a time.
-func (a *Admin) Transitions(host string, since time.Time) ([]TransitionRecord, error) {
+func (a *Admin) Transitions(host string, since time.Time) ([]storage.Transition, error) {
 	if host != "" {
 		var err error
 		if host, err = normalizeHost(host); err != nil {
 			return nil, err
 		}
 	}
-	var out []TransitionRecord
-	err := a.db.ForEachTransition(func(data []byte) error {
-		var t TransitionRecord
-		if err := json.Unmarshal(data, &t); err != nil {
-			return fmt.Errorf("decode transition: %w", err)
-		}
+	var out []storage.Transition
+	err := a.db.ForEachTransition(func(t storage.Transition) error {
 		if (host == "" || t.Host == host) && !t.At.Before(since) {
 			out = append(out, t)
 		}
@@ -161,13 +151,9 @@ func (a *Admin) Transitions(host string, since time.Time) ([]TransitionRecord, e
 }
 
 // Cases lists recorded refusals, oldest first.
-func (a *Admin) Cases() ([]Case, error) {
-	var out []Case
-	err := a.db.ForEachCase(func(data []byte) error {
-		var c Case
-		if err := json.Unmarshal(data, &c); err != nil {
-			return fmt.Errorf("decode case: %w", err)
-		}
+func (a *Admin) Cases() ([]storage.Case, error) {
+	var out []storage.Case
+	err := a.db.ForEachCase(func(c storage.Case) error {
 		out = append(out, c)
 		return nil
 	})

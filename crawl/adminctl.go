@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -46,14 +47,12 @@ func (a *Admin) ResolveCase(host string) error {
 		return err
 	}
 	now := a.now().UTC()
-	return a.db.UpdateCases(func(data []byte) ([]byte, bool) {
-		var c Case
-		if json.Unmarshal(data, &c) != nil || c.Host != host || !c.Resolved.IsZero() {
-			return nil, false
+	return a.db.UpdateCases(func(c *storage.Case) bool {
+		if c.Host != host || !c.Resolved.IsZero() {
+			return false
 		}
 		c.Resolved = now
-		out, _ := json.Marshal(&c)
-		return out, true
+		return true
 	})
 }
 
@@ -73,18 +72,14 @@ func (a *Admin) change(host string, fn func(*breaker.Registry, time.Time) error)
 }
 
 func (a *Admin) changeOffline(host string, fn func(*breaker.Registry, time.Time) error, now time.Time) error {
-	var logged [][]byte
+	var logged []storage.Transition
 	reg := breaker.NewRegistry(DefaultOptions().Breaker, func(t breaker.Transition) {
-		rec := NewTransitionRecord(t)
-		data, _ := json.Marshal(&rec)
-		logged = append(logged, data)
+		logged = append(logged, storage.NewTransition(t))
 	})
-	if data, err := a.db.Breaker(host); err == nil {
-		var b breaker.Breaker
-		if err := json.Unmarshal(data, &b); err != nil {
-			return fmt.Errorf("decode breaker of %s: %w", host, err)
-		}
+	if b, err := a.db.Breaker(host); err == nil {
 		reg.Load(host, b)
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return err
 	}
 	if err := fn(reg, now); err != nil {
 		return err
@@ -92,14 +87,13 @@ func (a *Admin) changeOffline(host string, fn func(*breaker.Registry, time.Time)
 	var batch storage.Batch
 	changed, removed := reg.TakeDirty()
 	for h, b := range changed {
-		data, _ := json.Marshal(&b)
-		batch.PutBreaker(h, data)
+		batch.PutBreaker(h, b)
 	}
 	for _, h := range removed {
 		batch.DeleteBreaker(h)
 	}
-	for _, data := range logged {
-		batch.AppendTransition(data)
+	for _, t := range logged {
+		batch.AppendTransition(t)
 	}
 	_, err := a.db.Commit(&batch)
 	return err

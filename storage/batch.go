@@ -8,10 +8,14 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"breakwater/breaker"
 )
 
 // Batch collects frontier writes to be applied in one transaction, in the
-// order they were added. The zero value is an empty batch.
+// order they were added. Records are encoded as they are added; one that
+// cannot be encoded (a time outside what JSON can hold) makes Commit fail.
+// The zero value is an empty batch.
 type Batch struct {
 	ops []op
 }
@@ -47,6 +51,7 @@ type opAux struct {
 	bucket []byte
 	key    string
 	seqs   []uint64
+	err    error // the record could not be encoded: Commit fails
 }
 
 // Len is the number of operations in the batch.
@@ -108,9 +113,10 @@ func (b *Batch) PutRobots(host string, data []byte) {
 	b.ops = append(b.ops, op{kind: opPut, aux: &opAux{bucket: bucketRobots, key: host}, value: data})
 }
 
-// PutBreaker stores a host's serialized breaker state.
-func (b *Batch) PutBreaker(host string, data []byte) {
-	b.ops = append(b.ops, op{kind: opPut, aux: &opAux{bucket: bucketBreakers, key: host}, value: data})
+// PutBreaker stores a host's breaker state.
+func (b *Batch) PutBreaker(host string, br breaker.Breaker) {
+	data, err := encodeBreaker(host, br)
+	b.ops = append(b.ops, op{kind: opPut, aux: &opAux{bucket: bucketBreakers, key: host, err: err}, value: data})
 }
 
 // DeleteBreaker drops a host's breaker state (closed and clean again).
@@ -118,14 +124,16 @@ func (b *Batch) DeleteBreaker(host string) {
 	b.ops = append(b.ops, op{kind: opDelete, aux: &opAux{bucket: bucketBreakers, key: host}})
 }
 
-// AppendTransition appends a serialized breaker transition to the log.
-func (b *Batch) AppendTransition(data []byte) {
-	b.ops = append(b.ops, op{kind: opAppend, aux: &opAux{bucket: bucketTransitions}, value: data})
+// AppendTransition appends a breaker transition to the log.
+func (b *Batch) AppendTransition(t Transition) {
+	data, err := encodeTransition(t)
+	b.ops = append(b.ops, op{kind: opAppend, aux: &opAux{bucket: bucketTransitions, err: err}, value: data})
 }
 
-// AppendCase records a serialized case for a human.
-func (b *Batch) AppendCase(data []byte) {
-	b.ops = append(b.ops, op{kind: opAppend, aux: &opAux{bucket: bucketCases}, value: data})
+// AppendCase records a case for a human.
+func (b *Batch) AppendCase(c Case) {
+	data, err := encodeCase(c)
+	b.ops = append(b.ops, op{kind: opAppend, aux: &opAux{bucket: bucketCases, err: err}, value: data})
 }
 
 // Committed reports what a Commit changed in the queue, for the scheduler.
@@ -249,10 +257,16 @@ func (w *batchWriter) apply(o *op) error {
 	case opFailHost:
 		return w.failHost(o.aux.key, o.aux.result, o.aux.seqs)
 	case opPut:
+		if o.aux.err != nil {
+			return o.aux.err
+		}
 		return w.tx.Bucket(o.aux.bucket).Put([]byte(o.aux.key), o.value)
 	case opDelete:
 		return w.tx.Bucket(o.aux.bucket).Delete([]byte(o.aux.key))
 	case opAppend:
+		if o.aux.err != nil {
+			return o.aux.err
+		}
 		bk := w.tx.Bucket(o.aux.bucket)
 		seq, err := bk.NextSequence()
 		if err != nil {

@@ -5,8 +5,11 @@ import (
 	"maps"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
+
+	"breakwater/breaker"
 )
 
 func TestAddDedupesByHash(t *testing.T) {
@@ -394,26 +397,38 @@ func TestRobotsRoundTrip(t *testing.T) {
 
 func TestBreakers(t *testing.T) {
 	db := openTestDB(t)
+	open := func(fails int) breaker.Breaker {
+		return breaker.Breaker{State: breaker.Open, Failures: fails, OpenedAt: t0, Rest: time.Minute, Generation: 2}
+	}
 	commit(t, db, func(b *Batch) {
-		b.PutBreaker("c.com", []byte("c1"))
-		b.PutBreaker("a.com", []byte("a1"))
-		b.PutBreaker("b.com", []byte("b1"))
+		b.PutBreaker("c.com", open(1))
+		b.PutBreaker("a.com", open(2))
+		b.PutBreaker("b.com", open(3))
 	})
 	commit(t, db, func(b *Batch) {
-		b.PutBreaker("a.com", []byte("a2"))
+		b.PutBreaker("a.com", open(4))
 		b.DeleteBreaker("b.com")
 		b.DeleteBreaker("never.com")
 	})
-	var got []string
-	err := db.ForEachBreaker(func(host string, data []byte) error {
-		got = append(got, host+"="+string(data))
+	got := map[string]breaker.Breaker{}
+	var order []string
+	err := db.ForEachBreaker(func(host string, b breaker.Breaker) error {
+		got[host] = b
+		order = append(order, host)
 		return nil
 	})
-	if want := []string{"a.com=a2", "c.com=c1"}; err != nil || !reflect.DeepEqual(got, want) {
-		t.Fatalf("ForEachBreaker = %v, %v; want %v", got, err, want)
+	want := map[string]breaker.Breaker{"a.com": open(4), "c.com": open(1)}
+	if err != nil || !reflect.DeepEqual(got, want) || !slices.IsSorted(order) {
+		t.Fatalf("ForEachBreaker = %v in order %v, %v; want %v in host order", got, order, err, want)
+	}
+	if b, err := db.Breaker("a.com"); err != nil || b != open(4) {
+		t.Fatalf("Breaker(a.com) = %+v, %v; want %+v", b, err, open(4))
+	}
+	if _, err := db.Breaker("b.com"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Breaker of a deleted host: err = %v, want ErrNotFound", err)
 	}
 	stop := errors.New("stop")
-	if err := db.ForEachBreaker(func(string, []byte) error { return stop }); !errors.Is(err, stop) {
+	if err := db.ForEachBreaker(func(string, breaker.Breaker) error { return stop }); !errors.Is(err, stop) {
 		t.Fatalf("ForEachBreaker did not pass fn's error through: %v", err)
 	}
 }
@@ -425,27 +440,49 @@ func TestTransitionsAndCasesKeepOrder(t *testing.T) {
 	for i := range 300 {
 		want = append(want, string(rune('a'+i%26))+string(rune('0'+i%10)))
 	}
-	commit(t, db, func(b *Batch) {
-		for _, s := range want[:200] {
-			b.AppendTransition([]byte(s))
-			b.AppendCase([]byte("case " + s))
+	fill := func(b *Batch, hosts []string) {
+		for _, s := range hosts {
+			b.AppendTransition(Transition{At: t0, Host: s, From: "closed", To: "open"})
+			b.AppendCase(Case{Host: s, At: t0, Status: 403})
 		}
-	})
-	commit(t, db, func(b *Batch) {
-		for _, s := range want[200:] {
-			b.AppendTransition([]byte(s))
-			b.AppendCase([]byte("case " + s))
-		}
-	})
+	}
+	commit(t, db, func(b *Batch) { fill(b, want[:200]) })
+	commit(t, db, func(b *Batch) { fill(b, want[200:]) })
 	var trans, cases []string
-	if err := db.ForEachTransition(func(d []byte) error { trans = append(trans, string(d)); return nil }); err != nil {
+	if err := db.ForEachTransition(func(tr Transition) error { trans = append(trans, tr.Host); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.ForEachCase(func(d []byte) error { cases = append(cases, string(d)[len("case "):]); return nil }); err != nil {
+	if err := db.ForEachCase(func(c Case) error { cases = append(cases, c.Host); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(trans, want) || !reflect.DeepEqual(cases, want) {
 		t.Fatalf("log order lost:\ntransitions %v\ncases       %v\nwant        %v", trans, cases, want)
+	}
+}
+
+func TestUpdateCases(t *testing.T) {
+	db := openTestDB(t)
+	commit(t, db, func(b *Batch) {
+		b.AppendCase(Case{Host: "a.com", At: t0, Status: 403})
+		b.AppendCase(Case{Host: "b.com", At: t1, Status: 403})
+		b.AppendCase(Case{Host: "a.com", At: t2, Status: 401, Resolved: t3})
+	})
+	err := db.UpdateCases(func(c *Case) bool {
+		if c.Host != "a.com" || !c.Resolved.IsZero() {
+			return false
+		}
+		c.Resolved = t4
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []time.Time
+	if err := db.ForEachCase(func(c Case) error { got = append(got, c.Resolved); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []time.Time{t4, {}, t3}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("resolved times after UpdateCases = %v, want %v", got, want)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
+
+	"breakwater/breaker"
 )
 
 // LoadQueued returns up to limit queued items of host with Seq > afterSeq, in FIFO order.
@@ -199,39 +201,71 @@ func (db *DB) PutSettings(data []byte) error {
 	})
 }
 
-// ForEachBreaker calls fn with each host's stored breaker bytes.
-func (db *DB) ForEachBreaker(fn func(host string, data []byte) error) error {
-	return db.forEach(bucketBreakers, func(k, v []byte) error { return fn(string(k), v) })
+// Breaker returns the stored breaker of host, or ErrNotFound.
+func (db *DB) Breaker(host string) (breaker.Breaker, error) {
+	data, err := db.get(bucketBreakers, host)
+	if err != nil {
+		return breaker.Breaker{}, err
+	}
+	return decodeBreaker(host, data)
 }
 
-// ForEachTransition calls fn with each logged transition, oldest first.
-func (db *DB) ForEachTransition(fn func(data []byte) error) error {
-	return db.forEach(bucketTransitions, func(_, v []byte) error { return fn(v) })
-}
-
-// ForEachCase calls fn with each recorded case, oldest first.
-func (db *DB) ForEachCase(fn func(data []byte) error) error {
-	return db.forEach(bucketCases, func(_, v []byte) error { return fn(v) })
-}
-
-func (db *DB) forEach(bucket []byte, fn func(k, v []byte) error) error {
-	return db.bolt.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucket).ForEach(func(k, v []byte) error {
-			return fn(append([]byte(nil), k...), append([]byte(nil), v...))
-		})
+// ForEachBreaker calls fn with each host's stored breaker, in host order.
+func (db *DB) ForEachBreaker(fn func(host string, b breaker.Breaker) error) error {
+	return db.forEach(bucketBreakers, func(k, v []byte) error {
+		b, err := decodeBreaker(string(k), v)
+		if err != nil {
+			return err
+		}
+		return fn(string(k), b)
 	})
 }
 
-// UpdateCases rewrites case records in place: fn gets each record and
-// returns the replacement and whether to store it.
-func (db *DB) UpdateCases(fn func(data []byte) ([]byte, bool)) error {
+// ForEachTransition calls fn with each logged transition, oldest first.
+func (db *DB) ForEachTransition(fn func(Transition) error) error {
+	return db.forEach(bucketTransitions, func(k, v []byte) error {
+		t, err := decodeTransition(beUint64(k), v)
+		if err != nil {
+			return err
+		}
+		return fn(t)
+	})
+}
+
+// ForEachCase calls fn with each recorded case, oldest first.
+func (db *DB) ForEachCase(fn func(Case) error) error {
+	return db.forEach(bucketCases, func(k, v []byte) error {
+		c, err := decodeCase(beUint64(k), v)
+		if err != nil {
+			return err
+		}
+		return fn(c)
+	})
+}
+
+// forEach calls fn with each key and value of bucket. They are valid only
+// during the call: decode them, or copy them.
+func (db *DB) forEach(bucket []byte, fn func(k, v []byte) error) error {
+	return db.bolt.View(func(tx *bolt.Tx) error { return tx.Bucket(bucket).ForEach(fn) })
+}
+
+// UpdateCases rewrites case records in place: fn gets each case and
+// reports whether it changed it. A record that does not decode is left as
+// it is (ForEachCase reports it).
+func (db *DB) UpdateCases(fn func(*Case) (changed bool)) error {
 	return db.bolt.Update(func(tx *bolt.Tx) error {
 		bk := tx.Bucket(bucketCases)
 		var keys, values [][]byte
 		err := bk.ForEach(func(k, v []byte) error {
-			if nv, ok := fn(append([]byte(nil), v...)); ok {
-				keys, values = append(keys, append([]byte(nil), k...)), append(values, nv)
+			c, err := decodeCase(beUint64(k), v)
+			if err != nil || !fn(&c) {
+				return nil
 			}
+			data, err := encodeCase(c)
+			if err != nil {
+				return err
+			}
+			keys, values = append(keys, append([]byte(nil), k...)), append(values, data)
 			return nil
 		})
 		if err != nil {
@@ -245,6 +279,3 @@ func (db *DB) UpdateCases(fn func(data []byte) ([]byte, bool)) error {
 		return nil
 	})
 }
-
-// Breaker returns the stored breaker bytes of host, or ErrNotFound.
-func (db *DB) Breaker(host string) ([]byte, error) { return db.get(bucketBreakers, host) }
