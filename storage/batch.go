@@ -10,11 +10,13 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"breakwater/breaker"
+	"breakwater/robots"
 )
 
 // Batch collects frontier writes to be applied in one transaction, in the
 // order they were added. Records are encoded as they are added; one that
-// cannot be encoded (a time outside what JSON can hold) makes Commit fail.
+// cannot be encoded (a time outside what JSON can hold, robots rules with a
+// negative status) makes Commit fail.
 // The zero value is an empty batch.
 type Batch struct {
 	ops []op
@@ -108,9 +110,10 @@ func (b *Batch) FailHost(host string, template Result, inFlight []uint64) {
 	b.ops = append(b.ops, op{kind: opFailHost, aux: &opAux{key: host, result: &template, seqs: inFlight}})
 }
 
-// PutRobots caches a host's serialized robots.txt rules.
-func (b *Batch) PutRobots(host string, data []byte) {
-	b.ops = append(b.ops, op{kind: opPut, aux: &opAux{bucket: bucketRobots, key: host}, value: data})
+// PutRobots caches a host's robots.txt rules.
+func (b *Batch) PutRobots(host string, r *robots.Rules) {
+	data, err := encodeRobots(host, r)
+	b.ops = append(b.ops, op{kind: opPut, aux: &opAux{bucket: bucketRobots, key: host, err: err}, value: data})
 }
 
 // PutBreaker stores a host's breaker state.

@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"breakwater/breaker"
+	"breakwater/robots"
 )
 
 func TestAddDedupesByHash(t *testing.T) {
@@ -372,26 +374,61 @@ func TestRequeueFailedTwiceQueuesOnce(t *testing.T) {
 	}
 }
 
+// rules parses a robots.txt body fetched at t0.
+func rules(t testing.TB, status int, body string) *robots.Rules {
+	t.Helper()
+	r, err := robots.FromResponse(status, []byte(body), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func TestRobotsRoundTrip(t *testing.T) {
 	db := openTestDB(t)
 	if _, err := db.Robots("a.com"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Robots of unknown host: err = %v, want ErrNotFound", err)
 	}
 	commit(t, db, func(b *Batch) {
-		b.PutRobots("a.com", []byte("old"))
-		b.PutRobots("a.com:8080", []byte("other port"))
+		b.PutRobots("a.com", rules(t, 200, "User-agent: *\nDisallow: /old\n"))
+		b.PutRobots("a.com:8080", rules(t, 404, ""))
 	})
-	commit(t, db, func(b *Batch) { b.PutRobots("a.com", []byte("User-agent: *\nDisallow: /x\n")) })
-	for host, want := range map[string]string{"a.com": "User-agent: *\nDisallow: /x\n", "a.com:8080": "other port"} {
-		got, err := db.Robots(host)
-		if err != nil || string(got) != want {
-			t.Fatalf("Robots(%q) = %q, %v; want %q", host, got, err, want)
+	commit(t, db, func(b *Batch) { b.PutRobots("a.com", rules(t, 200, "User-agent: *\nDisallow: /x\n")) })
+	tests := []struct {
+		host, path string
+		allowed    bool
+	}{
+		{"a.com", "/x", false},
+		{"a.com", "/old", true},
+		{"a.com:8080", "/x", true},
+	}
+	for _, tt := range tests {
+		r, err := db.Robots(tt.host)
+		if err != nil {
+			t.Fatalf("Robots(%q): %v", tt.host, err)
+		}
+		if got := r.Allowed(tt.path, "breakwater"); got != tt.allowed || !r.FetchedAt.Equal(t0) {
+			t.Errorf("Robots(%q): Allowed(%s) = %v at %v, want %v at %v", tt.host, tt.path, got, r.FetchedAt, tt.allowed, t0)
 		}
 	}
-	got, _ := db.Robots("a.com")
-	got[0] = 'X' // the caller owns the copy
-	if again, _ := db.Robots("a.com"); again[0] != 'U' {
-		t.Fatalf("Robots returned bytes aliasing the file")
+}
+
+// TestRobotsWrittenBefore reads a robots record as the code before storage
+// owned its encoding wrote it (robots.Rules.MarshalBinary, called by crawl).
+func TestRobotsWrittenBefore(t *testing.T) {
+	db := openTestDB(t)
+	old := "\x01\x0f\x01\x00\x00\x00\x0e\xdfT\xed\xc0\x00\x00\x00\x00\xff\xff\xc8\x01\x1bUser-agent: *\nDisallow: /x\n"
+	putRaw(t, db, bucketRobots, "a.com", old, "bad.com", "\x09garbage")
+	r, err := db.Robots("a.com")
+	if err != nil || r.Status != 200 || !r.FetchedAt.Equal(t0) || r.Allowed("/x", "breakwater") {
+		t.Fatalf("Robots(a.com) = %+v, %v; want status 200 at %v disallowing /x", r, err, t0)
+	}
+	if _, err := db.Robots("bad.com"); err == nil || !strings.Contains(err.Error(), "decode robots.txt of bad.com") {
+		t.Errorf("Robots of a damaged record: err = %v, want one naming the host", err)
+	}
+	commit(t, db, func(b *Batch) { b.PutRobots("a.com", r) })
+	if got := takeSnapshot(t, db).Robots["a.com"]; got != old {
+		t.Errorf("robots written again as %q, want %q", got, old)
 	}
 }
 

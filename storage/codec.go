@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"breakwater/breaker"
+	"breakwater/robots"
 )
 
 // The encodings of the small keyed and logged records. Breaker state,
@@ -62,4 +63,19 @@ func decodeCase(seq uint64, data []byte) (Case, error) {
 		return Case{}, fmt.Errorf("decode case %d: %w", seq, err)
 	}
 	return c, nil
+}
+func encodeRobots(host string, r *robots.Rules) ([]byte, error) {
+	data, err := r.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("encode robots.txt of %s: %w", host, err)
+	}
+	return data, nil
+}
+
+func decodeRobots(host string, data []byte) (*robots.Rules, error) {
+	r, err := robots.Unmarshal(data)
+	if err != nil {
+		return nil, fmt.Errorf("decode robots.txt of %s: %w", host, err)
+	}
+	return r, nil
 }

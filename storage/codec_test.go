@@ -10,6 +10,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"breakwater/breaker"
+	"breakwater/robots"
 )
 
 // Records exactly as the code before storage owned their encodings wrote
@@ -171,6 +172,7 @@ func TestUnencodableRecordFailsCommit(t *testing.T) {
 		{"breaker", "encode breaker of a.com", func(b *Batch) { b.PutBreaker("a.com", breaker.Breaker{OpenedAt: far}) }},
 		{"transition", "encode transition of a.com", func(b *Batch) { b.AppendTransition(Transition{Host: "a.com", At: far}) }},
 		{"case", "encode case of a.com", func(b *Batch) { b.AppendCase(Case{Host: "a.com", At: far}) }},
+		{"robots", "encode robots.txt of a.com", func(b *Batch) { b.PutRobots("a.com", &robots.Rules{Status: -1}) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

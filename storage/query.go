@@ -7,6 +7,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"breakwater/breaker"
+	"breakwater/robots"
 )
 
 // LoadQueued returns up to limit queued items of host with Seq > afterSeq, in FIFO order.
@@ -188,8 +189,14 @@ func (db *DB) get(bucket []byte, key string) ([]byte, error) {
 	return out, err
 }
 
-// Robots returns the cached robots.txt bytes of host, or ErrNotFound.
-func (db *DB) Robots(host string) ([]byte, error) { return db.get(bucketRobots, host) }
+// Robots returns the cached robots.txt rules of host, or ErrNotFound.
+func (db *DB) Robots(host string) (*robots.Rules, error) {
+	data, err := db.get(bucketRobots, host)
+	if err != nil {
+		return nil, err
+	}
+	return decodeRobots(host, data)
+}
 
 // Settings returns the stored crawl settings blob, or ErrNotFound.
 func (db *DB) Settings() ([]byte, error) { return db.get(bucketMeta, string(keySettings)) }

@@ -222,7 +222,7 @@ func fillState(t *testing.T, db *DB) {
 		b.Complete(q[0], ok200(q[0]))
 		b.Complete(q[3], timeout(q[3]))
 		b.Defer(q[1], t2)
-		b.PutRobots("a.com", []byte("robots"))
+		b.PutRobots("a.com", rules(t, 200, "User-agent: *\nDisallow: /private/\n"))
 		b.PutBreaker("b.com", breaker.Breaker{State: breaker.Open, OpenedAt: t1, Rest: time.Minute})
 		b.AppendTransition(Transition{At: t1, Host: "b.com", From: "closed", To: "open"})
 		b.Add(item("c.com", "/"))
@@ -263,7 +263,7 @@ func TestFailedCommitAppliesNothing(t *testing.T) {
 		name string
 		bad  func(b *Batch)
 	}{
-		{"empty robots key", func(b *Batch) { b.PutRobots("", []byte("x")) }},
+		{"empty robots key", func(b *Batch) { b.PutRobots("", rules(t, 404, "")) }},
 		{"breaker key too large", func(b *Batch) { b.PutBreaker(strings.Repeat("h", bolt.MaxKeySize+1), breaker.Breaker{}) }},
 	}
 	for _, tt := range tests {
