@@ -23,7 +23,7 @@ func (a *Admin) Pause(host, reason string) error {
 	return a.change(host, func(r *breaker.Registry, now time.Time) error {
 		r.Pause(host, reason, now)
 		return nil
-	})
+	}, nil)
 }
 
 // Unpause releases a paused host to half-open: it is probed again.
@@ -32,46 +32,41 @@ func (a *Admin) Unpause(host string) error {
 	if err != nil {
 		return err
 	}
-	return a.change(host, func(r *breaker.Registry, now time.Time) error { return r.Unpause(host, now) })
+	return a.change(host, func(r *breaker.Registry, now time.Time) error { return r.Unpause(host, now) }, nil)
 }
 
 // ResolveCase releases a host held by a refusal case to half-open and marks
-// its open cases resolved.
+// its open cases resolved, in the write that stores the released breaker:
+// if that write fails, the cases stay open.
 func (a *Admin) ResolveCase(host string) error {
 	host, err := normalizeHost(host)
 	if err != nil {
 		return err
 	}
-	err = a.change(host, func(r *breaker.Registry, now time.Time) error { return r.ResolveCase(host, now) })
-	if err != nil {
-		return err
-	}
-	now := a.now().UTC()
-	return a.db.UpdateCases(func(c *storage.Case) bool {
-		if c.Host != host || !c.Resolved.IsZero() {
-			return false
-		}
-		c.Resolved = now
-		return true
-	})
+	return a.change(host, func(r *breaker.Registry, now time.Time) error { return r.ResolveCase(host, now) },
+		func(b *storage.Batch, now time.Time) { b.ResolveCases(host, now) })
 }
 
 // change applies a manual breaker change: to the live registry of a running
 // crawl (which logs and persists it like any transition), or to the file.
-func (a *Admin) change(host string, fn func(*breaker.Registry, time.Time) error) error {
+// also, if not nil, adds operations to the write that stores the change.
+func (a *Admin) change(host string, fn func(*breaker.Registry, time.Time) error, also func(*storage.Batch, time.Time)) error {
 	now := a.now()
+	var more func(*storage.Batch)
+	if also != nil {
+		more = func(b *storage.Batch) { also(b, now) }
+	}
 	if e := a.engine; e != nil {
 		if err := fn(e.breakers, now); err != nil {
 			return err
 		}
 		e.syncHold(host)
-		e.persistBreakers()
-		return nil
+		return e.writeBreakers(more)
 	}
-	return a.changeOffline(host, fn, now)
+	return a.changeOffline(host, fn, more, now)
 }
 
-func (a *Admin) changeOffline(host string, fn func(*breaker.Registry, time.Time) error, now time.Time) error {
+func (a *Admin) changeOffline(host string, fn func(*breaker.Registry, time.Time) error, also func(*storage.Batch), now time.Time) error {
 	var logged []storage.Transition
 	reg := breaker.NewRegistry(DefaultOptions().Breaker, func(t breaker.Transition) {
 		logged = append(logged, storage.NewTransition(t))
@@ -94,6 +89,9 @@ func (a *Admin) changeOffline(host string, fn func(*breaker.Registry, time.Time)
 	}
 	for _, t := range logged {
 		batch.AppendTransition(t)
+	}
+	if also != nil {
+		also(&batch)
 	}
 	_, err := a.db.Commit(&batch)
 	return err

@@ -53,18 +53,31 @@ func (e *Engine) loadBreakers() error {
 
 // persistBreakers writes through the breakers that changed since last time.
 func (e *Engine) persistBreakers() {
+	if err := e.writeBreakers(nil); err != nil {
+		e.log.Error("write", "err", err)
+	}
+}
+
+// writeBreakers submits the breakers that changed since last time, and
+// also's operations with them, to the frontier's writer: a write that
+// follows a breaker change lands in the same commit or a later one. It
+// returns the frontier's error when the crawl can no longer write.
+func (e *Engine) writeBreakers(also func(*storage.Batch)) error {
 	e.persistMu.Lock()
 	defer e.persistMu.Unlock()
 	changed, removed := e.breakers.TakeDirty()
-	if len(changed) == 0 && len(removed) == 0 {
-		return
+	if len(changed) == 0 && len(removed) == 0 && also == nil {
+		return nil
 	}
-	e.submit(func(b *storage.Batch) {
+	return e.front.Submit(func(b *storage.Batch) {
 		for host, br := range changed {
 			b.PutBreaker(host, br)
 		}
 		for _, host := range removed {
 			b.DeleteBreaker(host)
+		}
+		if also != nil {
+			also(b)
 		}
 	})
 }

@@ -34,6 +34,7 @@ const (
 	opPut
 	opDelete
 	opAppend
+	opResolveCases
 )
 
 // op is one operation. The frequent ones (Add, Complete, Defer) fit in the
@@ -137,6 +138,12 @@ func (b *Batch) AppendTransition(t Transition) {
 func (b *Batch) AppendCase(c Case) {
 	data, err := encodeCase(c)
 	b.ops = append(b.ops, op{kind: opAppend, aux: &opAux{bucket: bucketCases, err: err}, value: data})
+}
+
+// ResolveCases marks every open case of host resolved at at. Case records
+// that do not decode are left as they are (ForEachCase reports them).
+func (b *Batch) ResolveCases(host string, at time.Time) {
+	b.ops = append(b.ops, op{kind: opResolveCases, aux: &opAux{key: host}, due: at.UTC()})
 }
 
 // Committed reports what a Commit changed in the queue, for the scheduler.
@@ -276,8 +283,32 @@ func (w *batchWriter) apply(o *op) error {
 			return err
 		}
 		return bk.Put(u64(seq), o.value)
+	case opResolveCases:
+		return w.resolveCases(o.aux.key, o.due)
 	}
 	return fmt.Errorf("unknown batch op %d", o.kind)
+}
+
+func (w *batchWriter) resolveCases(host string, at time.Time) error {
+	bk := w.tx.Bucket(bucketCases)
+	var keys, values [][]byte
+	err := bk.ForEach(func(k, v []byte) error {
+		c, err := decodeCase(beUint64(k), v)
+		if err != nil || c.Host != host || !c.Resolved.IsZero() {
+			return nil
+		}
+		c.Resolved = at
+		data, err := encodeCase(c)
+		if err != nil {
+			return err
+		}
+		keys, values = append(keys, append([]byte(nil), k...)), append(values, data)
+		return nil
+	})
+	for i := 0; err == nil && i < len(keys); i++ {
+		err = bk.Put(keys[i], values[i])
+	}
+	return err
 }
 
 // expectAdds sizes the batch's bookkeeping for n Adds up front: growing

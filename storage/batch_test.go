@@ -497,29 +497,27 @@ func TestTransitionsAndCasesKeepOrder(t *testing.T) {
 	}
 }
 
-func TestUpdateCases(t *testing.T) {
+func TestResolveCases(t *testing.T) {
 	db := openTestDB(t)
 	commit(t, db, func(b *Batch) {
 		b.AppendCase(Case{Host: "a.com", At: t0, Status: 403})
 		b.AppendCase(Case{Host: "b.com", At: t1, Status: 403})
 		b.AppendCase(Case{Host: "a.com", At: t2, Status: 401, Resolved: t3})
+		b.AppendCase(Case{Host: "a.com", At: t3, Status: 403})
 	})
-	err := db.UpdateCases(func(c *Case) bool {
-		if c.Host != "a.com" || !c.Resolved.IsZero() {
-			return false
-		}
-		c.Resolved = t4
-		return true
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	putRaw(t, db, bucketCases, seqKeyString(5), undecodableRecord)
+	commit(t, db, func(b *Batch) { b.ResolveCases("a.com", t4.In(time.FixedZone("east", 3600))) })
 	var got []time.Time
-	if err := db.ForEachCase(func(c Case) error { got = append(got, c.Resolved); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if want := []time.Time{t4, {}, t3}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("resolved times after UpdateCases = %v, want %v", got, want)
+	_ = db.forEach(bucketCases, func(k, v []byte) error {
+		c, err := decodeCase(beUint64(k), v)
+		if err != nil && string(v) != undecodableRecord {
+			t.Errorf("case %d: %v", beUint64(k), err)
+		}
+		got = append(got, c.Resolved)
+		return nil
+	})
+	if want := []time.Time{t4, {}, t3, t4, {}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("resolved times after ResolveCases = %v, want %v (the undecodable one untouched)", got, want)
 	}
 }
 

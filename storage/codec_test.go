@@ -156,11 +156,6 @@ func TestDecodeErrorsNameTheRecord(t *testing.T) {
 			}
 		})
 	}
-	t.Run("UpdateCases leaves it alone", func(t *testing.T) {
-		if err := db.UpdateCases(func(*Case) bool { t.Error("fn got an undecodable case"); return true }); err != nil {
-			t.Errorf("UpdateCases = %v", err)
-		}
-	})
 }
 
 func TestUnencodableRecordFailsCommit(t *testing.T) {

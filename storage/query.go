@@ -255,34 +255,3 @@ func (db *DB) ForEachCase(fn func(Case) error) error {
 func (db *DB) forEach(bucket []byte, fn func(k, v []byte) error) error {
 	return db.bolt.View(func(tx *bolt.Tx) error { return tx.Bucket(bucket).ForEach(fn) })
 }
-
-// UpdateCases rewrites case records in place: fn gets each case and
-// reports whether it changed it. A record that does not decode is left as
-// it is (ForEachCase reports it).
-func (db *DB) UpdateCases(fn func(*Case) (changed bool)) error {
-	return db.bolt.Update(func(tx *bolt.Tx) error {
-		bk := tx.Bucket(bucketCases)
-		var keys, values [][]byte
-		err := bk.ForEach(func(k, v []byte) error {
-			c, err := decodeCase(beUint64(k), v)
-			if err != nil || !fn(&c) {
-				return nil
-			}
-			data, err := encodeCase(c)
-			if err != nil {
-				return err
-			}
-			keys, values = append(keys, append([]byte(nil), k...)), append(values, data)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for i := range keys {
-			if err := bk.Put(keys[i], values[i]); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
