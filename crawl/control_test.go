@@ -40,7 +40,7 @@ func TestResolveCaseWhileRunning(t *testing.T) {
 		_, err := e.Run(testContext(t, 20*time.Second))
 		ran <- err
 	}()
-	if err := e.Admin().ResolveCase(host); err != nil {
+	if err := e.Control().ResolveCase(host); err != nil {
 		t.Errorf("ResolveCase: %v", err)
 	}
 	if err := <-ran; err != nil {
@@ -73,7 +73,7 @@ func TestResolveCaseAfterStopLeavesCaseOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := e.Admin().ResolveCase(host); err == nil {
+	if err := e.Control().ResolveCase(host); err == nil {
 		t.Errorf("ResolveCase on a stopped crawl = nil, want the write's error")
 	}
 	err = db.ForEachCase(func(c storage.Case) error {
