@@ -70,10 +70,12 @@ func (c engineControl) ResolveCase(host string) error {
 }
 
 // apply carries ch out on the live registry, makes the scheduler follow,
-// and submits the changed breaker with ch's writes to the frontier's
-// writer: its error says the crawl can no longer write. (The registry
-// has changed by then: a crawl that cannot write is ending anyway, and the
-// file still holds the state from before.)
+// and submits the host's breaker with ch's writes to the frontier's
+// writer, in one batch: the breaker is read as the batch is built, so
+// that it goes with ch's writes even when a housekeeping write took the
+// change first. The error says the crawl can no longer write; the registry
+// has changed by then, but a crawl that cannot write is ending, and the
+// file keeps the state from before.
 func (c engineControl) apply(ch control.Change) error {
 	e := c.e
 	now := e.opts.Now()
@@ -81,11 +83,16 @@ func (c engineControl) apply(ch control.Change) error {
 		return err
 	}
 	e.syncHold(ch.Host)
-	var also func(*storage.Batch)
-	if ch.Write != nil {
-		also = func(b *storage.Batch) { ch.Write(b, now) }
-	}
-	return e.writeBreakers(also)
+	return e.writeBreakers(func(b *storage.Batch) {
+		if br, ok := e.breakers.Get(ch.Host); ok {
+			b.PutBreaker(ch.Host, br)
+		} else {
+			b.DeleteBreaker(ch.Host)
+		}
+		if ch.Write != nil {
+			ch.Write(b, now)
+		}
+	})
 }
 
 // syncHold makes the scheduler follow a manual change at once: a held host
