@@ -165,7 +165,8 @@ func startBackgroundCrawl(t *testing.T, args []string) *bgCrawl {
 			t.Fatalf("crawl ended before its socket answered: %s", bg.res)
 		default:
 		}
-		return control.Call(sock, "status", nil, nil) == nil
+		_, err := control.NewClient(sock).Status()
+		return err == nil
 	})
 	return bg
 }

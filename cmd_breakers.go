@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
 
-	"breakwater/crawl"
+	"breakwater/control"
+	"breakwater/storage"
 )
 
 func runHosts(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -18,7 +20,7 @@ func runHosts(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	return withAdmin(*dbPath, func(a adminAPI) error {
+	return withAPI(*dbPath, func(a control.API) error {
 		rows, err := a.Hosts(*state)
 		if err != nil {
 			return usageError{err}
@@ -50,7 +52,7 @@ func runTransitions(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *since > 0 {
 		from = time.Now().Add(-*since)
 	}
-	return withAdmin(*dbPath, func(a adminAPI) error {
+	return withAPI(*dbPath, func(a control.API) error {
 		ts, err := a.Transitions(*host, from)
 		if err != nil {
 			return err
@@ -63,7 +65,7 @@ func runTransitions(ctx context.Context, args []string, stdout, stderr io.Writer
 	})
 }
 
-func printTransitions(w io.Writer, ts []crawl.TransitionRecord) {
+func printTransitions(w io.Writer, ts []storage.Transition) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tHOST\tFROM\tTO\tHOLD\tCAUSE")
 	for _, t := range ts {
@@ -88,7 +90,7 @@ func runCases(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if rest[0] != "resolve" || len(rest) != 2 {
 			return usagef("cases: want no arguments, or 'resolve HOST'")
 		}
-		return withAdmin(*dbPath, func(a adminAPI) error {
+		return withAPI(*dbPath, func(a control.API) error {
 			if err := a.ResolveCase(rest[1]); err != nil {
 				return err
 			}
@@ -96,7 +98,7 @@ func runCases(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return nil
 		})
 	}
-	return withAdmin(*dbPath, func(a adminAPI) error {
+	return withAPI(*dbPath, func(a control.API) error {
 		cases, err := a.Cases()
 		if err != nil {
 			return err
@@ -129,7 +131,7 @@ func runPause(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() != 1 || *reason == "" {
 		return usagef("pause: want exactly one HOST and a --reason")
 	}
-	return withAdmin(*dbPath, func(a adminAPI) error {
+	return withAPI(*dbPath, func(a control.API) error {
 		if err := a.Pause(fs.Arg(0), *reason); err != nil {
 			return err
 		}
@@ -147,7 +149,7 @@ func runUnpause(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if fs.NArg() != 1 {
 		return usagef("unpause: want exactly one HOST")
 	}
-	return withAdmin(*dbPath, func(a adminAPI) error {
+	return withAPI(*dbPath, func(a control.API) error {
 		if err := a.Unpause(fs.Arg(0)); err != nil {
 			return err
 		}
@@ -156,13 +158,15 @@ func runUnpause(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	})
 }
 
-func withAdmin(dbPath string, fn func(adminAPI) error) error {
-	a, done, err := openAdmin(dbPath)
+// withAPI calls fn with the API of the crawl on dbPath: the running crawl
+// through its control socket, or else the file.
+func withAPI(dbPath string, fn func(control.API) error) (err error) {
+	api, closeFn, err := control.Open(dbPath, func() (*storage.DB, error) { return openExisting(dbPath) })
 	if err != nil {
 		return err
 	}
-	defer done()
-	return fn(a)
+	defer func() { err = errors.Join(err, closeFn()) }()
+	return fn(api)
 }
 
 func dash(s string) string {

@@ -129,7 +129,7 @@ func crawlInto(ctx context.Context, opts crawl.Options, stdout io.Writer) error 
 		return err
 	}
 	serveCtx, stopServing := context.WithCancel(ctx)
-	served, err := control.Serve(serveCtx, control.SocketPath(opts.DB), engine.Admin().Handle, opts.Logger)
+	served, err := control.Serve(serveCtx, control.SocketPath(opts.DB), engine.Control(), opts.Logger)
 	if err != nil {
 		opts.Logger.Warn("control socket unavailable; status and pause work only after the crawl", "err", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"breakwater/control"
 	"breakwater/crawl"
 	"breakwater/demosite"
 )
@@ -55,7 +56,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return oerr
 	}
 	defer db.Close()
-	admin := crawl.NewOfflineAdmin(db)
+	admin := control.NewOffline(db)
 	st, serr := admin.Status()
 	if serr != nil {
 		return serr

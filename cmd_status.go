@@ -7,7 +7,7 @@ import (
 	"io"
 	"sort"
 
-	"breakwater/crawl"
+	"breakwater/control"
 	"breakwater/storage"
 )
 
@@ -18,20 +18,17 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	admin, done, err := openAdmin(*dbPath)
-	if err != nil {
-		return err
-	}
-	defer done()
-	st, err := admin.Status()
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return writeJSON(stdout, st)
-	}
-	printStatus(stdout, st)
-	return nil
+	return withAPI(*dbPath, func(a control.API) error {
+		st, err := a.Status()
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(stdout, st)
+		}
+		printStatus(stdout, st)
+		return nil
+	})
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -40,7 +37,7 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func printStatus(w io.Writer, st *crawl.Status) {
+func printStatus(w io.Writer, st *control.Status) {
 	state := "not running"
 	if st.Running {
 		state = fmt.Sprintf("running, %d in flight", st.InFlight)

@@ -2,11 +2,8 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 
-	"breakwater/crawl"
 	"breakwater/demosite"
 	"breakwater/frontier"
 	"breakwater/storage"
@@ -248,11 +245,7 @@ func inspectDead(db *storage.DB, host string, out *DeadRun) error {
 	if err != nil {
 		return err
 	}
-	err = db.ForEachTransition(func(data []byte) error {
-		var t crawl.TransitionRecord
-		if err := json.Unmarshal(data, &t); err != nil {
-			return fmt.Errorf("decode transition: %w", err)
-		}
+	err = db.ForEachTransition(func(t storage.Transition) error {
 		if t.Host == host && t.To == "open" && out.opened.IsZero() {
 			out.opened = t.At
 		}

@@ -9,11 +9,15 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"breakwater/storage"
 )
 
 // TestMain fails the package when Serve leaves its accept loop or its
@@ -22,18 +26,82 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var discard = slog.New(slog.DiscardHandler)
 
-// serve starts Serve on a fresh socket in t.TempDir(); the test's cleanup
-// ends it and waits for it.
-func serve(t *testing.T, h Handler) (path string, stop func()) {
-	t.Helper()
-	path = filepath.Join(t.TempDir(), "c.sock")
-	return path, serveAt(t, path, h)
+// fakeAPI answers with its func fields; a nil field fails the call.
+type fakeAPI struct {
+	StatusFn      func() (*Status, error)
+	HostsFn       func(state string) ([]HostRow, error)
+	TransitionsFn func(host string, since time.Time) ([]storage.Transition, error)
+	CasesFn       func() ([]storage.Case, error)
+	PauseFn       func(host, reason string) error
+	UnpauseFn     func(host string) error
+	ResolveCaseFn func(host string) error
 }
 
-func serveAt(t *testing.T, path string, h Handler) (stop func()) {
+var _ API = (*fakeAPI)(nil)
+
+var errNotFaked = errors.New("not faked")
+
+func (f *fakeAPI) Status() (*Status, error) {
+	if f.StatusFn == nil {
+		return nil, errNotFaked
+	}
+	return f.StatusFn()
+}
+
+func (f *fakeAPI) Hosts(state string) ([]HostRow, error) {
+	if f.HostsFn == nil {
+		return nil, errNotFaked
+	}
+	return f.HostsFn(state)
+}
+
+func (f *fakeAPI) Transitions(host string, since time.Time) ([]storage.Transition, error) {
+	if f.TransitionsFn == nil {
+		return nil, errNotFaked
+	}
+	return f.TransitionsFn(host, since)
+}
+
+func (f *fakeAPI) Cases() ([]storage.Case, error) {
+	if f.CasesFn == nil {
+		return nil, errNotFaked
+	}
+	return f.CasesFn()
+}
+
+func (f *fakeAPI) Pause(host, reason string) error {
+	if f.PauseFn == nil {
+		return errNotFaked
+	}
+	return f.PauseFn(host, reason)
+}
+
+func (f *fakeAPI) Unpause(host string) error {
+	if f.UnpauseFn == nil {
+		return errNotFaked
+	}
+	return f.UnpauseFn(host)
+}
+
+func (f *fakeAPI) ResolveCase(host string) error {
+	if f.ResolveCaseFn == nil {
+		return errNotFaked
+	}
+	return f.ResolveCaseFn(host)
+}
+
+// serve starts Serve with api on a fresh socket in t.TempDir(); the test's
+// cleanup ends it and waits for it.
+func serve(t *testing.T, api API) (path string, stop func()) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "c.sock")
+	return path, serveAt(t, path, api)
+}
+
+func serveAt(t *testing.T, path string, api API) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	done, err := Serve(ctx, path, h, discard)
+	done, err := Serve(ctx, path, api, discard)
 	if err != nil {
 		cancel()
 		t.Fatalf("Serve: %v", err)
@@ -46,30 +114,130 @@ func serveAt(t *testing.T, path string, h Handler) (stop func()) {
 	return stop
 }
 
-type echoArgs struct {
-	Host string `json:"host"`
-	N    int    `json:"n"`
+// recorder is a fakeAPI that logs each call as "Method(args)" and answers
+// with fixed results, or with err when it is set.
+type recorder struct {
+	fakeAPI
+	calls []string
+	err   error
 }
 
-type echoReply struct {
-	Cmd  string   `json:"cmd"`
-	Args echoArgs `json:"args"`
+var (
+	fStatus = &Status{Counts: storage.Counts{Seen: 5, Queued: 1, Fetched: 3, Failed: 1}, Running: true,
+		InFlight: 2, Hosts: 2, HostsQueued: 1, FailedByClass: map[string]int{"timeout": 1},
+		StatusCodes: map[int]int{200: 3}}
+	fRows = []HostRow{{Host: "a.example", State: "open", Hold: "paused", HoldReason: "maintenance",
+		Failures: 3, OpenedAt: t0, RestRemaining: time.Minute, Queued: 4, Deferred: 1, Fetched: 2, Failed: 1,
+		Interval: time.Second, Throttles: 1, Retries: 2, FirstAttempts: 9}}
+	fTrans = []storage.Transition{{At: t0, Host: "a.example", From: "closed", To: "open", Class: "transient",
+		Detail: "timeout", Generation: 4}}
+	fCases = []storage.Case{{Host: "a.example", At: t0, URL: "http://a.example/", Status: 403,
+		Excerpt: "not you, breakwater", Resolved: t0.Add(time.Hour)}}
+)
+
+func newRecorder() *recorder {
+	r := &recorder{}
+	log := func(format string, args ...any) { r.calls = append(r.calls, fmt.Sprintf(format, args...)) }
+	r.fakeAPI = fakeAPI{
+		StatusFn: func() (*Status, error) { log("Status()"); return fStatus, r.err },
+		HostsFn:  func(state string) ([]HostRow, error) { log("Hosts(%s)", state); return fRows, r.err },
+		TransitionsFn: func(host string, since time.Time) ([]storage.Transition, error) {
+			log("Transitions(%s, %s)", host, since.Format(time.RFC3339Nano))
+			return fTrans, r.err
+		},
+		CasesFn:       func() ([]storage.Case, error) { log("Cases()"); return fCases, r.err },
+		PauseFn:       func(host, reason string) error { log("Pause(%s, %s)", host, reason); return r.err },
+		UnpauseFn:     func(host string) error { log("Unpause(%s)", host); return r.err },
+		ResolveCaseFn: func(host string) error { log("ResolveCase(%s)", host); return r.err },
+	}
+	return r
 }
 
-func echo(cmd string, args json.RawMessage) (any, error) {
-	var in echoArgs
-	if len(args) > 0 {
-		if err := json.Unmarshal(args, &in); err != nil {
-			return nil, err
+// TestEveryCommandRoundTrips sends every command of the table through a
+// real socket to a fake API, by its Client method and by its wire name,
+// and checks that the arguments arrive and the answer or error comes back.
+func TestEveryCommandRoundTrips(t *testing.T) {
+	since := t0.Add(-time.Hour)
+	tests := []struct {
+		cmd   string
+		args  Args                         // as the wire carries them
+		call  func(c *Client) (any, error) // the Client method
+		calls string                       // what the API saw
+		want  any                          // nil: the command only acts
+	}{
+		{"status", Args{}, func(c *Client) (any, error) { return c.Status() }, "Status()", fStatus},
+		{"hosts", Args{State: "open"}, func(c *Client) (any, error) { return c.Hosts("open") }, "Hosts(open)", fRows},
+		{"transitions", Args{Host: "a.example", Since: since},
+			func(c *Client) (any, error) { return c.Transitions("a.example", since) },
+			"Transitions(a.example, 2025-03-01T11:00:00Z)", fTrans},
+		{"cases", Args{}, func(c *Client) (any, error) { return c.Cases() }, "Cases()", fCases},
+		{"pause", Args{Host: "a.example", Reason: "maintenance window"},
+			func(c *Client) (any, error) { return nil, c.Pause("a.example", "maintenance window") },
+			"Pause(a.example, maintenance window)", nil},
+		{"unpause", Args{Host: "a.example"}, func(c *Client) (any, error) { return nil, c.Unpause("a.example") },
+			"Unpause(a.example)", nil},
+		{"resolve", Args{Host: "b.example:8080"}, func(c *Client) (any, error) { return nil, c.ResolveCase("b.example:8080") },
+			"ResolveCase(b.example:8080)", nil},
+	}
+	api := newRecorder()
+	path, _ := serve(t, api)
+	client := NewClient(path)
+	var tested []string
+	for _, tt := range tests {
+		tested = append(tested, tt.cmd)
+		t.Run(tt.cmd, func(t *testing.T) {
+			api.calls, api.err = nil, nil
+			got, err := tt.call(client)
+			if err != nil {
+				t.Fatalf("Client call: %v", err)
+			}
+			if tt.want != nil && !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Client call answered %+v, want %+v", got, tt.want)
+			}
+			var raw json.RawMessage
+			if err := call(path, tt.cmd, tt.args, &raw); err != nil {
+				t.Fatalf("call %q: %v", tt.cmd, err)
+			}
+			if want := []string{tt.calls, tt.calls}; !slices.Equal(api.calls, want) {
+				t.Errorf("API saw %q, want %q (by Client, then by name)", api.calls, want)
+			}
+
+			api.err = fmt.Errorf("%s: no such host", tt.cmd)
+			_, err = tt.call(client)
+			if err == nil || err.Error() != api.err.Error() || errors.Is(err, ErrNoServer) {
+				t.Errorf("Client call with a failing API = %v, want %q back", err, api.err)
+			}
+		})
+	}
+	for name := range commands {
+		if !slices.Contains(tested, name) {
+			t.Errorf("command %q is in the table but not in this test", name)
 		}
 	}
-	switch cmd {
-	case "fail":
-		return nil, fmt.Errorf("pause %s: no such host", in.Host)
-	case "nothing":
-		return nil, nil
+}
+
+func TestServerRefusesBadRequests(t *testing.T) {
+	api := newRecorder()
+	path, _ := serve(t, api)
+	if err := call(path, "reboot", Args{}, new(json.RawMessage)); err == nil ||
+		!strings.Contains(err.Error(), `unknown control command "reboot"`) {
+		t.Errorf("unknown command: err = %v", err)
 	}
-	return echoReply{Cmd: cmd, Args: in}, nil
+	conn, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte(`{"cmd":"hosts","args":{"state":7}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	var resp response
+	if err := json.NewDecoder(conn).Decode(&resp); err != nil || !strings.Contains(resp.Error, "hosts: bad arguments") {
+		t.Errorf("bad arguments: answer %+v, %v", resp, err)
+	}
+	if len(api.calls) != 0 {
+		t.Errorf("API called for bad requests: %q", api.calls)
+	}
 }
 
 func TestSocketPath(t *testing.T) {
@@ -110,68 +278,18 @@ func TestSocketPath(t *testing.T) {
 	})
 }
 
-func TestRoundTrip(t *testing.T) {
-	path, _ := serve(t, echo)
-	tests := []struct {
-		name string
-		cmd  string
-		args any
-		want echoReply
-	}{
-		{"with arguments", "status", echoArgs{Host: "example.com", N: 7}, echoReply{"status", echoArgs{"example.com", 7}}},
-		{"without arguments", "hosts", nil, echoReply{Cmd: "hosts"}},
-		{"repeated", "status", echoArgs{N: 1}, echoReply{"status", echoArgs{N: 1}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var got echoReply
-			if err := Call(path, tt.cmd, tt.args, &got); err != nil {
-				t.Fatalf("Call: %v", err)
-			}
-			if got != tt.want {
-				t.Errorf("Call answered %+v, want %+v", got, tt.want)
-			}
-		})
-	}
-	t.Run("nil answer leaves out untouched", func(t *testing.T) {
-		got := echoReply{Cmd: "before"}
-		if err := Call(path, "nothing", nil, &got); err != nil {
-			t.Fatalf("Call: %v", err)
-		}
-		if got.Cmd != "before" {
-			t.Errorf("out changed to %+v", got)
-		}
-	})
-	t.Run("out may be nil", func(t *testing.T) {
-		if err := Call(path, "status", nil, nil); err != nil {
-			t.Fatalf("Call: %v", err)
-		}
-	})
-}
-
-func TestHandlerErrorComesBack(t *testing.T) {
-	path, _ := serve(t, echo)
-	err := Call(path, "fail", echoArgs{Host: "a.example"}, nil)
-	if err == nil || err.Error() != "pause a.example: no such host" {
-		t.Fatalf("Call = %v, want the handler's error", err)
-	}
-	if errors.Is(err, ErrNoServer) {
-		t.Errorf("a handler error must not look like ErrNoServer")
-	}
-}
-
 func TestCallWithoutServer(t *testing.T) {
 	dir := t.TempDir()
 	stale := filepath.Join(dir, "stale.sock")
 	makeStaleSocket(t, stale)
 	for _, path := range []string{filepath.Join(dir, "missing.sock"), stale} {
 		start := time.Now()
-		err := Call(path, "status", nil, nil)
+		_, err := NewClient(path).Status()
 		if !errors.Is(err, ErrNoServer) {
-			t.Errorf("Call(%s) = %v, want ErrNoServer", filepath.Base(path), err)
+			t.Errorf("Status on %s = %v, want ErrNoServer", filepath.Base(path), err)
 		}
 		if d := time.Since(start); d > 500*time.Millisecond {
-			t.Errorf("Call(%s) took %s to find nobody", filepath.Base(path), d)
+			t.Errorf("Status on %s took %s to find nobody", filepath.Base(path), d)
 		}
 	}
 }
@@ -193,15 +311,14 @@ func makeStaleSocket(t *testing.T, path string) {
 func TestServeReplacesStaleSocket(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.sock")
 	makeStaleSocket(t, path)
-	serveAt(t, path, echo)
-	var got echoReply
-	if err := Call(path, "status", nil, &got); err != nil || got.Cmd != "status" {
-		t.Fatalf("Call after replacing a stale socket = %+v, %v", got, err)
+	serveAt(t, path, newRecorder())
+	if st, err := NewClient(path).Status(); err != nil || !reflect.DeepEqual(st, fStatus) {
+		t.Fatalf("Status after replacing a stale socket = %+v, %v", st, err)
 	}
 }
 
 func TestServeRemovesSocketWhenDone(t *testing.T) {
-	path, stop := serve(t, echo)
+	path, stop := serve(t, newRecorder())
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("socket missing while serving: %v", err)
 	}
@@ -209,32 +326,73 @@ func TestServeRemovesSocketWhenDone(t *testing.T) {
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("socket still there after ctx ended: %v", err)
 	}
-	if err := Call(path, "status", nil, nil); !errors.Is(err, ErrNoServer) {
-		t.Errorf("Call after Serve ended = %v, want ErrNoServer", err)
+	if _, err := NewClient(path).Status(); !errors.Is(err, ErrNoServer) {
+		t.Errorf("Status after Serve ended = %v, want ErrNoServer", err)
 	}
 }
 
 func TestBadRequestDoesNotStopServer(t *testing.T) {
-	path, _ := serve(t, echo)
+	path, _ := serve(t, newRecorder())
 	conn, err := net.Dial("unix", path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	conn.Write([]byte("this is not json\n"))
 	conn.Close()
-	var got echoReply
-	if err := Call(path, "status", nil, &got); err != nil || got.Cmd != "status" {
-		t.Fatalf("Call after a bad request = %+v, %v", got, err)
+	if _, err := NewClient(path).Status(); err != nil {
+		t.Fatalf("Status after a bad request: %v", err)
 	}
 }
 
 func TestServeFailsOnUnusablePath(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "no", "such", "dir", "c.sock")
-	done, err := Serve(context.Background(), path, echo, discard)
+	done, err := Serve(context.Background(), path, newRecorder(), discard)
 	if err == nil || done != nil {
 		t.Fatalf("Serve in a missing directory = %v, %v; want an error", done, err)
 	}
 	if !strings.Contains(err.Error(), path) {
 		t.Errorf("error %q should name the path", err)
 	}
+}
+
+func TestOpen(t *testing.T) {
+	t.Run("no crawl: the file", func(t *testing.T) {
+		db, path := openDB(t)
+		api, closeFn, err := Open(path, func() (*storage.DB, error) { return db, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := api.(*Offline); !ok {
+			t.Errorf("Open without a server = %T, want *Offline", api)
+		}
+		if st, err := api.Status(); err != nil || st.Running {
+			t.Errorf("Status = %+v, %v; want a stopped crawl", st, err)
+		}
+		if err := closeFn(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	t.Run("no crawl, no file", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "missing.db")
+		missing := errors.New("--db missing.db: no such file")
+		_, _, err := Open(path, func() (*storage.DB, error) { return nil, missing })
+		if !errors.Is(err, missing) || !strings.Contains(err.Error(), SocketPath(path)) {
+			t.Errorf("Open = %v, want the open error naming the socket", err)
+		}
+	})
+	t.Run("a crawl answers: the socket", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "crawl.db")
+		serveAt(t, SocketPath(path), newRecorder())
+		api, closeFn, err := Open(path, func() (*storage.DB, error) {
+			t.Error("Open opened the file though a crawl answers")
+			return nil, errors.New("unexpected")
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeFn()
+		if _, ok := api.(*Client); !ok {
+			t.Errorf("Open with a server = %T, want *Client", api)
+		}
+	})
 }

@@ -1,7 +1,6 @@
 package crawl
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -9,41 +8,14 @@ import (
 	"breakwater/storage"
 )
 
-// Case is a refusal that names the crawler, kept for a human: the host is
-// held open until someone resolves it.
-type Case struct {
-	Host     string    `json:"host"`
-	At       time.Time `json:"at"`
-	URL      string    `json:"url"`
-	Status   int       `json:"status"`
-	Excerpt  string    `json:"excerpt"`
-	Resolved time.Time `json:"resolved,omitzero"`
-}
-
-// TransitionRecord is a breaker transition as logged in the file.
-type TransitionRecord struct {
-	At     time.Time `json:"at"`
-	Host   string    `json:"host"`
-	From   string    `json:"from"`
-	To     string    `json:"to"`
-	Hold   string    `json:"hold,omitempty"`
-	Class  string    `json:"class,omitempty"`
-	Detail string    `json:"detail,omitempty"`
-	Reason string    `json:"reason,omitempty"`
-}
-
-// NewTransitionRecord converts a breaker transition for the log.
-func NewTransitionRecord(t breaker.Transition) TransitionRecord {
-	return TransitionRecord{At: t.At.UTC(), Host: t.Host, From: t.From.String(), To: t.To.String(),
-		Hold: t.Hold.String(), Class: string(t.Class), Detail: t.Detail, Reason: t.Reason}
-}
+// Case is a refusal that names the crawler, as raised by the record stage.
+type Case = storage.Case
 
 // onTransition logs every breaker transition and appends it to the file.
 func (e *Engine) onTransition(t breaker.Transition) {
-	rec := NewTransitionRecord(t)
+	rec := storage.NewTransition(t)
 	e.log.Info("breaker", "host", rec.Host, "from", rec.From, "to", rec.To, "hold", rec.Hold,
 		"class", rec.Class, "detail", rec.Detail, "reason", rec.Reason)
-	data, _ := json.Marshal(&rec)
 	if t.To == breaker.Closed {
 		e.givenUp.Delete(t.Host)
 	}
@@ -60,14 +32,13 @@ func (e *Engine) onTransition(t breaker.Transition) {
 	if e.front == nil {
 		return
 	}
-	e.submit(func(b *storage.Batch) { b.AppendTransition(data) })
+	e.submit(func(b *storage.Batch) { b.AppendTransition(rec) })
 }
 
 func (e *Engine) raiseCase(c Case) {
 	e.log.Warn("refused by name: host held for a human", "host", c.Host, "url", c.URL,
 		"status", c.Status, "excerpt", c.Excerpt)
-	data, _ := json.Marshal(&c)
-	e.submit(func(b *storage.Batch) { b.AppendCase(data) })
+	e.submit(func(b *storage.Batch) { b.AppendCase(c) })
 	e.front.Hold(c.Host)
 }
 
@@ -84,15 +55,10 @@ func (e *Engine) loadBreakers() error {
 	}
 	now := e.opts.Now()
 	var resumed storage.Batch
-	err = e.db.ForEachBreaker(func(host string, data []byte) error {
-		var b breaker.Breaker
-		if err := json.Unmarshal(data, &b); err != nil {
-			return fmt.Errorf("decode breaker of %s: %w", host, err)
-		}
+	err = e.db.ForEachBreaker(func(host string, b breaker.Breaker) error {
 		if r := b.Resumed(lastRunning, now); r != b {
 			b = r
-			data, _ := json.Marshal(&b)
-			resumed.PutBreaker(host, data)
+			resumed.PutBreaker(host, b)
 		}
 		e.breakers.Load(host, b)
 		return nil
@@ -108,19 +74,31 @@ func (e *Engine) loadBreakers() error {
 
 // persistBreakers writes through the breakers that changed since last time.
 func (e *Engine) persistBreakers() {
+	if err := e.writeBreakers(nil); err != nil {
+		e.log.Error("write", "err", err)
+	}
+}
+
+// writeBreakers submits the breakers that changed since last time, and
+// also's operations with them, to the frontier's writer: a write that
+// follows a breaker change lands in the same commit or a later one. It
+// returns the frontier's error when the crawl can no longer write.
+func (e *Engine) writeBreakers(also func(*storage.Batch)) error {
 	e.persistMu.Lock()
 	defer e.persistMu.Unlock()
 	changed, removed := e.breakers.TakeDirty()
-	if len(changed) == 0 && len(removed) == 0 {
-		return
+	if len(changed) == 0 && len(removed) == 0 && also == nil {
+		return nil
 	}
-	e.submit(func(b *storage.Batch) {
+	return e.front.Submit(func(b *storage.Batch) {
 		for host, br := range changed {
-			data, _ := json.Marshal(&br)
-			b.PutBreaker(host, data)
+			b.PutBreaker(host, br)
 		}
 		for _, host := range removed {
 			b.DeleteBreaker(host)
+		}
+		if also != nil {
+			also(b)
 		}
 	})
 }

@@ -27,6 +27,10 @@
 // Classify, ExtractLinks) take the time as an argument. The Engine reads its
 // injected clock (Options.Now) once per stage, and hands it to the fetcher.
 //
+// Engine.Control (control.go) answers the control commands for a running
+// crawl, from its live breakers, pace and budget; its manual breaker
+// changes are written through the frontier's writer like every other write.
+//
 // Concurrency: one Engine per database file. Workers share the breaker
 // registry and the host table, each guarded by its own mutex; no lock is
 // held across a network call.

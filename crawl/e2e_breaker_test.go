@@ -7,7 +7,6 @@ package crawl_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -144,11 +143,7 @@ func TestRefusingHostIsHeldForAHuman(t *testing.T) {
 	checkAllPagesOnce(t, site.Host("healthy-0"))
 
 	cases := 0
-	err := db.ForEachCase(func(data []byte) error {
-		var c crawl.Case
-		if err := json.Unmarshal(data, &c); err != nil {
-			return fmt.Errorf("decode case %s: %w", data, err)
-		}
+	err := db.ForEachCase(func(c storage.Case) error {
 		cases++
 		if c.Host != key || c.Status != 403 || !strings.Contains(strings.ToLower(c.Excerpt), "breakwater") {
 			t.Errorf("case %+v: want host %s, status 403 and an excerpt naming breakwater", c, key)
@@ -230,9 +225,8 @@ func TestOpenBreakerSurvivesRestart(t *testing.T) {
 // opened reports whether the file logs a transition of host to open.
 func opened(db *storage.DB, host string) bool {
 	found := false
-	_ = db.ForEachTransition(func(data []byte) error {
-		var tr crawl.TransitionRecord
-		if json.Unmarshal(data, &tr) == nil && tr.Host == host && tr.To == "open" {
+	_ = db.ForEachTransition(func(tr storage.Transition) error {
+		if tr.Host == host && tr.To == "open" {
 			found = true
 		}
 		return nil
@@ -418,11 +412,7 @@ func TestDeadHostGivenUpWhenDueWithoutSweep(t *testing.T) {
 	checkDeadURLs(t, db, dead)
 	deadKey := deadHostKeyOf(t, dead)
 	var opened time.Time
-	err := db.ForEachTransition(func(data []byte) error {
-		var tr crawl.TransitionRecord
-		if err := json.Unmarshal(data, &tr); err != nil {
-			return err
-		}
+	err := db.ForEachTransition(func(tr storage.Transition) error {
 		if tr.Host == deadKey && tr.To == "open" && opened.IsZero() {
 			opened = tr.At
 		}

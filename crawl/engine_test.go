@@ -6,7 +6,6 @@ package crawl_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -215,14 +214,10 @@ func checkNoURLLost(t testing.TB, db *storage.DB) {
 	}
 }
 
-func transitions(t testing.TB, db *storage.DB) []crawl.TransitionRecord {
+func transitions(t testing.TB, db *storage.DB) []storage.Transition {
 	t.Helper()
-	var out []crawl.TransitionRecord
-	err := db.ForEachTransition(func(data []byte) error {
-		var tr crawl.TransitionRecord
-		if err := json.Unmarshal(data, &tr); err != nil {
-			return fmt.Errorf("decode transition %s: %w", data, err)
-		}
+	var out []storage.Transition
+	err := db.ForEachTransition(func(tr storage.Transition) error {
 		out = append(out, tr)
 		return nil
 	})

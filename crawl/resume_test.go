@@ -2,7 +2,6 @@ package crawl_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"path/filepath"
 	"sync"
@@ -56,9 +55,8 @@ func TestRestartDoesNotCountCrawlerDowntime(t *testing.T) {
 		stopped := now.Add(-time.Hour)
 		down := breaker.Breaker{State: breaker.Open, OpenedAt: stopped.Add(-time.Minute),
 			DownSince: stopped.Add(-time.Minute), Rest: 5 * time.Minute, Generation: 7}
-		data, _ := json.Marshal(&down)
 		var b storage.Batch
-		b.PutBreaker("a.test", data)
+		b.PutBreaker("a.test", down)
 		b.PutRunningAt(stopped)
 		if _, err := db.Commit(&b); err != nil {
 			t.Fatal(err)

@@ -98,10 +98,8 @@ func (e *Engine) robotsFor(host string, hs *hostState, now time.Time) (*robots.R
 	defer hs.mu.Unlock()
 	if hs.rules == nil && !hs.robotsChecked {
 		hs.robotsChecked = true
-		if data, err := e.db.Robots(host); err == nil {
-			if r, err := robots.Unmarshal(data); err == nil {
-				e.setRulesLocked(hs, r, now)
-			}
+		if r, err := e.db.Robots(host); err == nil {
+			e.setRulesLocked(hs, r, now)
 		}
 	}
 	if hs.rules != nil && !hs.rules.Expired(now, robots.DefaultTTL) {
@@ -135,10 +133,5 @@ func (e *Engine) storeRobots(host string, hs *hostState, r *robots.Rules, now ti
 	hs.mu.Lock()
 	e.setRulesLocked(hs, r, now)
 	hs.mu.Unlock()
-	data, err := r.MarshalBinary()
-	if err != nil {
-		e.log.Warn("encode robots.txt", "host", host, "err", err)
-		return
-	}
-	e.submit(func(b *storage.Batch) { b.PutRobots(host, data) })
+	e.submit(func(b *storage.Batch) { b.PutRobots(host, r) })
 }

@@ -788,7 +788,7 @@ func TestRecreatedHostSkipsEntriesOfFormerLeases(t *testing.T) {
 		openB := make(chan struct{})
 		err := h.f.Submit(func(b *storage.Batch) {
 			<-openB
-			b.PutRobots("other.test", []byte("User-agent: *\n")) // fills the one-op batch
+			b.DeleteBreaker("other.test") // fills the one-op batch
 		})
 		if err != nil {
 			t.Fatal(err)

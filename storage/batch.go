@@ -8,10 +8,16 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"breakwater/breaker"
+	"breakwater/robots"
 )
 
 // Batch collects frontier writes to be applied in one transaction, in the
-// order they were added. The zero value is an empty batch.
+// order they were added. Records are encoded as they are added; one that
+// cannot be encoded (a time outside what JSON can hold, robots rules with a
+// negative status) makes Commit fail.
+// The zero value is an empty batch.
 type Batch struct {
 	ops []op
 }
@@ -28,6 +34,7 @@ const (
 	opPut
 	opDelete
 	opAppend
+	opResolveCases
 )
 
 // op is one operation. The frequent ones (Add, Complete, Defer) fit in the
@@ -47,6 +54,7 @@ type opAux struct {
 	bucket []byte
 	key    string
 	seqs   []uint64
+	err    error // the record could not be encoded: Commit fails
 }
 
 // Len is the number of operations in the batch.
@@ -103,14 +111,16 @@ func (b *Batch) FailHost(host string, template Result, inFlight []uint64) {
 	b.ops = append(b.ops, op{kind: opFailHost, aux: &opAux{key: host, result: &template, seqs: inFlight}})
 }
 
-// PutRobots caches a host's serialized robots.txt rules.
-func (b *Batch) PutRobots(host string, data []byte) {
-	b.ops = append(b.ops, op{kind: opPut, aux: &opAux{bucket: bucketRobots, key: host}, value: data})
+// PutRobots caches a host's robots.txt rules.
+func (b *Batch) PutRobots(host string, r *robots.Rules) {
+	data, err := encodeRobots(host, r)
+	b.ops = append(b.ops, op{kind: opPut, aux: &opAux{bucket: bucketRobots, key: host, err: err}, value: data})
 }
 
-// PutBreaker stores a host's serialized breaker state.
-func (b *Batch) PutBreaker(host string, data []byte) {
-	b.ops = append(b.ops, op{kind: opPut, aux: &opAux{bucket: bucketBreakers, key: host}, value: data})
+// PutBreaker stores a host's breaker state.
+func (b *Batch) PutBreaker(host string, br breaker.Breaker) {
+	data, err := encodeBreaker(host, br)
+	b.ops = append(b.ops, op{kind: opPut, aux: &opAux{bucket: bucketBreakers, key: host, err: err}, value: data})
 }
 
 // DeleteBreaker drops a host's breaker state (closed and clean again).
@@ -118,14 +128,22 @@ func (b *Batch) DeleteBreaker(host string) {
 	b.ops = append(b.ops, op{kind: opDelete, aux: &opAux{bucket: bucketBreakers, key: host}})
 }
 
-// AppendTransition appends a serialized breaker transition to the log.
-func (b *Batch) AppendTransition(data []byte) {
-	b.ops = append(b.ops, op{kind: opAppend, aux: &opAux{bucket: bucketTransitions}, value: data})
+// AppendTransition appends a breaker transition to the log.
+func (b *Batch) AppendTransition(t Transition) {
+	data, err := encodeTransition(t)
+	b.ops = append(b.ops, op{kind: opAppend, aux: &opAux{bucket: bucketTransitions, err: err}, value: data})
 }
 
-// AppendCase records a serialized case for a human.
-func (b *Batch) AppendCase(data []byte) {
-	b.ops = append(b.ops, op{kind: opAppend, aux: &opAux{bucket: bucketCases}, value: data})
+// AppendCase records a case for a human.
+func (b *Batch) AppendCase(c Case) {
+	data, err := encodeCase(c)
+	b.ops = append(b.ops, op{kind: opAppend, aux: &opAux{bucket: bucketCases, err: err}, value: data})
+}
+
+// ResolveCases marks every open case of host resolved at at. Case records
+// that do not decode are left as they are (ForEachCase reports them).
+func (b *Batch) ResolveCases(host string, at time.Time) {
+	b.ops = append(b.ops, op{kind: opResolveCases, aux: &opAux{key: host}, due: at.UTC()})
 }
 
 // Committed reports what a Commit changed in the queue, for the scheduler.
@@ -249,18 +267,48 @@ func (w *batchWriter) apply(o *op) error {
 	case opFailHost:
 		return w.failHost(o.aux.key, o.aux.result, o.aux.seqs)
 	case opPut:
+		if o.aux.err != nil {
+			return o.aux.err
+		}
 		return w.tx.Bucket(o.aux.bucket).Put([]byte(o.aux.key), o.value)
 	case opDelete:
 		return w.tx.Bucket(o.aux.bucket).Delete([]byte(o.aux.key))
 	case opAppend:
+		if o.aux.err != nil {
+			return o.aux.err
+		}
 		bk := w.tx.Bucket(o.aux.bucket)
 		seq, err := bk.NextSequence()
 		if err != nil {
 			return err
 		}
 		return bk.Put(u64(seq), o.value)
+	case opResolveCases:
+		return w.resolveCases(o.aux.key, o.due)
 	}
 	return fmt.Errorf("unknown batch op %d", o.kind)
+}
+
+func (w *batchWriter) resolveCases(host string, at time.Time) error {
+	bk := w.tx.Bucket(bucketCases)
+	var keys, values [][]byte
+	err := bk.ForEach(func(k, v []byte) error {
+		c, err := decodeCase(beUint64(k), v)
+		if err != nil || c.Host != host || !c.Resolved.IsZero() {
+			return nil
+		}
+		c.Resolved = at
+		data, err := encodeCase(c)
+		if err != nil {
+			return err
+		}
+		keys, values = append(keys, append([]byte(nil), k...)), append(values, data)
+		return nil
+	})
+	for i := 0; err == nil && i < len(keys); i++ {
+		err = bk.Put(keys[i], values[i])
+	}
+	return err
 }
 
 // expectAdds sizes the batch's bookkeeping for n Adds up front: growing

@@ -5,8 +5,13 @@ import (
 	"maps"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"breakwater/breaker"
+	"breakwater/robots"
 )
 
 func TestAddDedupesByHash(t *testing.T) {
@@ -369,51 +374,98 @@ func TestRequeueFailedTwiceQueuesOnce(t *testing.T) {
 	}
 }
 
+// rules parses a robots.txt body fetched at t0.
+func rules(t testing.TB, status int, body string) *robots.Rules {
+	t.Helper()
+	r, err := robots.FromResponse(status, []byte(body), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func TestRobotsRoundTrip(t *testing.T) {
 	db := openTestDB(t)
 	if _, err := db.Robots("a.com"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Robots of unknown host: err = %v, want ErrNotFound", err)
 	}
 	commit(t, db, func(b *Batch) {
-		b.PutRobots("a.com", []byte("old"))
-		b.PutRobots("a.com:8080", []byte("other port"))
+		b.PutRobots("a.com", rules(t, 200, "User-agent: *\nDisallow: /old\n"))
+		b.PutRobots("a.com:8080", rules(t, 404, ""))
 	})
-	commit(t, db, func(b *Batch) { b.PutRobots("a.com", []byte("User-agent: *\nDisallow: /x\n")) })
-	for host, want := range map[string]string{"a.com": "User-agent: *\nDisallow: /x\n", "a.com:8080": "other port"} {
-		got, err := db.Robots(host)
-		if err != nil || string(got) != want {
-			t.Fatalf("Robots(%q) = %q, %v; want %q", host, got, err, want)
+	commit(t, db, func(b *Batch) { b.PutRobots("a.com", rules(t, 200, "User-agent: *\nDisallow: /x\n")) })
+	tests := []struct {
+		host, path string
+		allowed    bool
+	}{
+		{"a.com", "/x", false},
+		{"a.com", "/old", true},
+		{"a.com:8080", "/x", true},
+	}
+	for _, tt := range tests {
+		r, err := db.Robots(tt.host)
+		if err != nil {
+			t.Fatalf("Robots(%q): %v", tt.host, err)
+		}
+		if got := r.Allowed(tt.path, "breakwater"); got != tt.allowed || !r.FetchedAt.Equal(t0) {
+			t.Errorf("Robots(%q): Allowed(%s) = %v at %v, want %v at %v", tt.host, tt.path, got, r.FetchedAt, tt.allowed, t0)
 		}
 	}
-	got, _ := db.Robots("a.com")
-	got[0] = 'X' // the caller owns the copy
-	if again, _ := db.Robots("a.com"); again[0] != 'U' {
-		t.Fatalf("Robots returned bytes aliasing the file")
+}
+
+// TestRobotsWrittenBefore reads a robots record as the code before storage
+// owned its encoding wrote it (robots.Rules.MarshalBinary, called by crawl).
+func TestRobotsWrittenBefore(t *testing.T) {
+	db := openTestDB(t)
+	old := "\x01\x0f\x01\x00\x00\x00\x0e\xdfT\xed\xc0\x00\x00\x00\x00\xff\xff\xc8\x01\x1bUser-agent: *\nDisallow: /x\n"
+	putRaw(t, db, bucketRobots, "a.com", old, "bad.com", "\x09garbage")
+	r, err := db.Robots("a.com")
+	if err != nil || r.Status != 200 || !r.FetchedAt.Equal(t0) || r.Allowed("/x", "breakwater") {
+		t.Fatalf("Robots(a.com) = %+v, %v; want status 200 at %v disallowing /x", r, err, t0)
+	}
+	if _, err := db.Robots("bad.com"); err == nil || !strings.Contains(err.Error(), "decode robots.txt of bad.com") {
+		t.Errorf("Robots of a damaged record: err = %v, want one naming the host", err)
+	}
+	commit(t, db, func(b *Batch) { b.PutRobots("a.com", r) })
+	if got := takeSnapshot(t, db).Robots["a.com"]; got != old {
+		t.Errorf("robots written again as %q, want %q", got, old)
 	}
 }
 
 func TestBreakers(t *testing.T) {
 	db := openTestDB(t)
+	open := func(fails int) breaker.Breaker {
+		return breaker.Breaker{State: breaker.Open, Failures: fails, OpenedAt: t0, Rest: time.Minute, Generation: 2}
+	}
 	commit(t, db, func(b *Batch) {
-		b.PutBreaker("c.com", []byte("c1"))
-		b.PutBreaker("a.com", []byte("a1"))
-		b.PutBreaker("b.com", []byte("b1"))
+		b.PutBreaker("c.com", open(1))
+		b.PutBreaker("a.com", open(2))
+		b.PutBreaker("b.com", open(3))
 	})
 	commit(t, db, func(b *Batch) {
-		b.PutBreaker("a.com", []byte("a2"))
+		b.PutBreaker("a.com", open(4))
 		b.DeleteBreaker("b.com")
 		b.DeleteBreaker("never.com")
 	})
-	var got []string
-	err := db.ForEachBreaker(func(host string, data []byte) error {
-		got = append(got, host+"="+string(data))
+	got := map[string]breaker.Breaker{}
+	var order []string
+	err := db.ForEachBreaker(func(host string, b breaker.Breaker) error {
+		got[host] = b
+		order = append(order, host)
 		return nil
 	})
-	if want := []string{"a.com=a2", "c.com=c1"}; err != nil || !reflect.DeepEqual(got, want) {
-		t.Fatalf("ForEachBreaker = %v, %v; want %v", got, err, want)
+	want := map[string]breaker.Breaker{"a.com": open(4), "c.com": open(1)}
+	if err != nil || !reflect.DeepEqual(got, want) || !slices.IsSorted(order) {
+		t.Fatalf("ForEachBreaker = %v in order %v, %v; want %v in host order", got, order, err, want)
+	}
+	if b, err := db.Breaker("a.com"); err != nil || b != open(4) {
+		t.Fatalf("Breaker(a.com) = %+v, %v; want %+v", b, err, open(4))
+	}
+	if _, err := db.Breaker("b.com"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Breaker of a deleted host: err = %v, want ErrNotFound", err)
 	}
 	stop := errors.New("stop")
-	if err := db.ForEachBreaker(func(string, []byte) error { return stop }); !errors.Is(err, stop) {
+	if err := db.ForEachBreaker(func(string, breaker.Breaker) error { return stop }); !errors.Is(err, stop) {
 		t.Fatalf("ForEachBreaker did not pass fn's error through: %v", err)
 	}
 }
@@ -425,27 +477,47 @@ func TestTransitionsAndCasesKeepOrder(t *testing.T) {
 	for i := range 300 {
 		want = append(want, string(rune('a'+i%26))+string(rune('0'+i%10)))
 	}
-	commit(t, db, func(b *Batch) {
-		for _, s := range want[:200] {
-			b.AppendTransition([]byte(s))
-			b.AppendCase([]byte("case " + s))
+	fill := func(b *Batch, hosts []string) {
+		for _, s := range hosts {
+			b.AppendTransition(Transition{At: t0, Host: s, From: "closed", To: "open"})
+			b.AppendCase(Case{Host: s, At: t0, Status: 403})
 		}
-	})
-	commit(t, db, func(b *Batch) {
-		for _, s := range want[200:] {
-			b.AppendTransition([]byte(s))
-			b.AppendCase([]byte("case " + s))
-		}
-	})
+	}
+	commit(t, db, func(b *Batch) { fill(b, want[:200]) })
+	commit(t, db, func(b *Batch) { fill(b, want[200:]) })
 	var trans, cases []string
-	if err := db.ForEachTransition(func(d []byte) error { trans = append(trans, string(d)); return nil }); err != nil {
+	if err := db.ForEachTransition(func(tr Transition) error { trans = append(trans, tr.Host); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.ForEachCase(func(d []byte) error { cases = append(cases, string(d)[len("case "):]); return nil }); err != nil {
+	if err := db.ForEachCase(func(c Case) error { cases = append(cases, c.Host); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(trans, want) || !reflect.DeepEqual(cases, want) {
 		t.Fatalf("log order lost:\ntransitions %v\ncases       %v\nwant        %v", trans, cases, want)
+	}
+}
+
+func TestResolveCases(t *testing.T) {
+	db := openTestDB(t)
+	commit(t, db, func(b *Batch) {
+		b.AppendCase(Case{Host: "a.com", At: t0, Status: 403})
+		b.AppendCase(Case{Host: "b.com", At: t1, Status: 403})
+		b.AppendCase(Case{Host: "a.com", At: t2, Status: 401, Resolved: t3})
+		b.AppendCase(Case{Host: "a.com", At: t3, Status: 403})
+	})
+	putRaw(t, db, bucketCases, seqKeyString(5), undecodableRecord)
+	commit(t, db, func(b *Batch) { b.ResolveCases("a.com", t4.In(time.FixedZone("east", 3600))) })
+	var got []time.Time
+	_ = db.forEach(bucketCases, func(k, v []byte) error {
+		c, err := decodeCase(beUint64(k), v)
+		if err != nil && string(v) != undecodableRecord {
+			t.Errorf("case %d: %v", beUint64(k), err)
+		}
+		got = append(got, c.Resolved)
+		return nil
+	})
+	if want := []time.Time{t4, {}, t3, t4, {}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("resolved times after ResolveCases = %v, want %v (the undecodable one untouched)", got, want)
 	}
 }
 

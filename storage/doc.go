@@ -16,10 +16,15 @@
 //	results      seq           -> flag, URL hash, Result: the latest outcome of
 //	             each fetched URL, in the order outcomes were stored
 //	hosts        host          -> HostCounts
-//	robots       host          -> cached robots.txt bytes
-//	breakers     host          -> persisted circuit-breaker state
-//	transitions  seq           -> one breaker transition, append-only
-//	cases        seq           -> a refusal naming the crawler, for a human
+//	robots       host          -> robots.Rules: the cached robots.txt
+//	breakers     host          -> breaker.Breaker: persisted circuit state
+//	transitions  seq           -> Transition: one breaker transition, append-only
+//	cases        seq           -> Case: a refusal naming the crawler, for a human
+//
+// Callers hand over and get back typed records (Item, Result,
+// breaker.Breaker, Transition, Case, robots.Rules); the bytes stay here:
+// item.go and result.go encode the frontier's records, codec.go the others.
+// Every decoding error names the record and its host or sequence number.
 //
 // Invariants: a URL's fingerprint is in seen before its Item is anywhere; an Item is
 // in exactly one of queue or deferred until its Result is stored, and the

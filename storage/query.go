@@ -5,6 +5,9 @@ import (
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
+
+	"breakwater/breaker"
+	"breakwater/robots"
 )
 
 // LoadQueued returns up to limit queued items of host with Seq > afterSeq, in FIFO order.
@@ -186,8 +189,14 @@ func (db *DB) get(bucket []byte, key string) ([]byte, error) {
 	return out, err
 }
 
-// Robots returns the cached robots.txt bytes of host, or ErrNotFound.
-func (db *DB) Robots(host string) ([]byte, error) { return db.get(bucketRobots, host) }
+// Robots returns the cached robots.txt rules of host, or ErrNotFound.
+func (db *DB) Robots(host string) (*robots.Rules, error) {
+	data, err := db.get(bucketRobots, host)
+	if err != nil {
+		return nil, err
+	}
+	return decodeRobots(host, data)
+}
 
 // Settings returns the stored crawl settings blob, or ErrNotFound.
 func (db *DB) Settings() ([]byte, error) { return db.get(bucketMeta, string(keySettings)) }
@@ -199,52 +208,50 @@ func (db *DB) PutSettings(data []byte) error {
 	})
 }
 
-// ForEachBreaker calls fn with each host's stored breaker bytes.
-func (db *DB) ForEachBreaker(fn func(host string, data []byte) error) error {
-	return db.forEach(bucketBreakers, func(k, v []byte) error { return fn(string(k), v) })
+// Breaker returns the stored breaker of host, or ErrNotFound.
+func (db *DB) Breaker(host string) (breaker.Breaker, error) {
+	data, err := db.get(bucketBreakers, host)
+	if err != nil {
+		return breaker.Breaker{}, err
+	}
+	return decodeBreaker(host, data)
 }
 
-// ForEachTransition calls fn with each logged transition, oldest first.
-func (db *DB) ForEachTransition(fn func(data []byte) error) error {
-	return db.forEach(bucketTransitions, func(_, v []byte) error { return fn(v) })
-}
-
-// ForEachCase calls fn with each recorded case, oldest first.
-func (db *DB) ForEachCase(fn func(data []byte) error) error {
-	return db.forEach(bucketCases, func(_, v []byte) error { return fn(v) })
-}
-
-func (db *DB) forEach(bucket []byte, fn func(k, v []byte) error) error {
-	return db.bolt.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucket).ForEach(func(k, v []byte) error {
-			return fn(append([]byte(nil), k...), append([]byte(nil), v...))
-		})
-	})
-}
-
-// UpdateCases rewrites case records in place: fn gets each record and
-// returns the replacement and whether to store it.
-func (db *DB) UpdateCases(fn func(data []byte) ([]byte, bool)) error {
-	return db.bolt.Update(func(tx *bolt.Tx) error {
-		bk := tx.Bucket(bucketCases)
-		var keys, values [][]byte
-		err := bk.ForEach(func(k, v []byte) error {
-			if nv, ok := fn(append([]byte(nil), v...)); ok {
-				keys, values = append(keys, append([]byte(nil), k...)), append(values, nv)
-			}
-			return nil
-		})
+// ForEachBreaker calls fn with each host's stored breaker, in host order.
+func (db *DB) ForEachBreaker(fn func(host string, b breaker.Breaker) error) error {
+	return db.forEach(bucketBreakers, func(k, v []byte) error {
+		b, err := decodeBreaker(string(k), v)
 		if err != nil {
 			return err
 		}
-		for i := range keys {
-			if err := bk.Put(keys[i], values[i]); err != nil {
-				return err
-			}
-		}
-		return nil
+		return fn(string(k), b)
 	})
 }
 
-// Breaker returns the stored breaker bytes of host, or ErrNotFound.
-func (db *DB) Breaker(host string) ([]byte, error) { return db.get(bucketBreakers, host) }
+// ForEachTransition calls fn with each logged transition, oldest first.
+func (db *DB) ForEachTransition(fn func(Transition) error) error {
+	return db.forEach(bucketTransitions, func(k, v []byte) error {
+		t, err := decodeTransition(beUint64(k), v)
+		if err != nil {
+			return err
+		}
+		return fn(t)
+	})
+}
+
+// ForEachCase calls fn with each recorded case, oldest first.
+func (db *DB) ForEachCase(fn func(Case) error) error {
+	return db.forEach(bucketCases, func(k, v []byte) error {
+		c, err := decodeCase(beUint64(k), v)
+		if err != nil {
+			return err
+		}
+		return fn(c)
+	})
+}
+
+// forEach calls fn with each key and value of bucket. They are valid only
+// during the call: decode them, or copy them.
+func (db *DB) forEach(bucket []byte, fn func(k, v []byte) error) error {
+	return db.bolt.View(func(tx *bolt.Tx) error { return tx.Bucket(bucket).ForEach(fn) })
+}

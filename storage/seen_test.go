@@ -245,7 +245,7 @@ func TestFailedCommitLeavesSeenSet(t *testing.T) {
 		b.Add(it)
 		b.Add(it)
 	}
-	b.PutRobots("", []byte("x")) // bbolt refuses an empty key: the transaction fails
+	b.PutRobots("", rules(t, 404, "")) // bbolt refuses an empty key: the transaction fails
 	if c, err := db.Commit(&b); err == nil {
 		t.Fatalf("Commit succeeded: %+v", c)
 	}

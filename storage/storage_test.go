@@ -17,6 +17,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	"pgregory.net/rapid"
+
+	"breakwater/breaker"
 )
 
 func TestOpenCreatesBucketsAndSchema(t *testing.T) {
@@ -220,9 +222,9 @@ func fillState(t *testing.T, db *DB) {
 		b.Complete(q[0], ok200(q[0]))
 		b.Complete(q[3], timeout(q[3]))
 		b.Defer(q[1], t2)
-		b.PutRobots("a.com", []byte("robots"))
-		b.PutBreaker("b.com", []byte("open"))
-		b.AppendTransition([]byte("b.com closed->open"))
+		b.PutRobots("a.com", rules(t, 200, "User-agent: *\nDisallow: /private/\n"))
+		b.PutBreaker("b.com", breaker.Breaker{State: breaker.Open, OpenedAt: t1, Rest: time.Minute})
+		b.AppendTransition(Transition{At: t1, Host: "b.com", From: "closed", To: "open"})
 		b.Add(item("c.com", "/"))
 	})
 	if err := db.PutSettings([]byte(`{"seeds":["http://a.com/"]}`)); err != nil {
@@ -261,8 +263,8 @@ func TestFailedCommitAppliesNothing(t *testing.T) {
 		name string
 		bad  func(b *Batch)
 	}{
-		{"empty robots key", func(b *Batch) { b.PutRobots("", []byte("x")) }},
-		{"breaker key too large", func(b *Batch) { b.PutBreaker(strings.Repeat("h", bolt.MaxKeySize+1), nil) }},
+		{"empty robots key", func(b *Batch) { b.PutRobots("", rules(t, 404, "")) }},
+		{"breaker key too large", func(b *Batch) { b.PutBreaker(strings.Repeat("h", bolt.MaxKeySize+1), breaker.Breaker{}) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -275,7 +277,7 @@ func TestFailedCommitAppliesNothing(t *testing.T) {
 			b.Complete(q[0], ok200(q[0]))
 			b.Promote(t4, 10)
 			b.FailHost("b.com:81", Result{ErrorClass: "refused"}, nil)
-			b.AppendTransition([]byte("lost"))
+			b.AppendTransition(Transition{Host: "lost"})
 			tt.bad(&b)
 			c, err := db.Commit(&b)
 			if err == nil {

@@ -1,10 +1,3 @@
-// Package control is the local control socket of a running crawl: a Unix
-// socket next to the database file through which status, hosts,
-// transitions, cases, pause and unpause reach the crawl that holds the
-// file's lock. One JSON request and one JSON response per connection.
-//
-// Only the process holding the database lock serves the socket, so a stale
-// socket file left by a killed crawl is safe to replace.
 package control
 
 import (
@@ -25,8 +18,13 @@ import (
 // the database file directly.
 var ErrNoServer = errors.New("no running crawl on the control socket")
 
-// Handler answers one command. args is the request's raw JSON arguments.
-type Handler func(cmd string, args json.RawMessage) (any, error)
+// Timeouts of one exchange. A command is quick; these only keep a stuck
+// peer from hanging the other side.
+const (
+	dialTimeout   = time.Second
+	clientTimeout = 15 * time.Second
+	serverTimeout = 10 * time.Second
+)
 
 type request struct {
 	Cmd  string          `json:"cmd"`
@@ -53,9 +51,10 @@ func SocketPath(dbPath string) string {
 	return filepath.Join(os.TempDir(), "breakwater-"+hex.EncodeToString(sum[:8])+".sock")
 }
 
-// Serve listens on path until ctx is done, answering requests with h. The
-// caller must hold the database lock (a stale socket file is replaced).
-func Serve(ctx context.Context, path string, h Handler, log *slog.Logger) (done <-chan struct{}, err error) {
+// Serve listens on path until ctx is done, answering each request by the
+// command table with api. The caller must hold the database lock (a stale
+// socket file is replaced). done is closed once the socket is removed.
+func Serve(ctx context.Context, path string, api API, log *slog.Logger) (done <-chan struct{}, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -77,7 +76,7 @@ func Serve(ctx context.Context, path string, h Handler, log *slog.Logger) (done 
 			if err != nil {
 				return
 			}
-			serveConn(conn, h, log)
+			serveConn(conn, api, log)
 		}
 	}()
 	return finished, nil
@@ -85,16 +84,16 @@ func Serve(ctx context.Context, path string, h Handler, log *slog.Logger) (done 
 
 // serveConn answers one request inline: commands are quick and rare, and
 // answering them one at a time keeps them from racing each other.
-func serveConn(conn net.Conn, h Handler, log *slog.Logger) {
+func serveConn(conn net.Conn, api API, log *slog.Logger) {
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	conn.SetDeadline(time.Now().Add(serverTimeout))
 	var req request
 	if err := json.NewDecoder(conn).Decode(&req); err != nil {
 		log.Warn("control: bad request", "err", err)
 		return
 	}
 	var resp response
-	data, err := h(req.Cmd, req.Args)
+	data, err := dispatch(api, req)
 	if err == nil {
 		resp.Data, err = json.Marshal(data)
 	}
@@ -104,20 +103,33 @@ func serveConn(conn net.Conn, h Handler, log *slog.Logger) {
 	json.NewEncoder(conn).Encode(&resp)
 }
 
-// Call sends one command to the crawl serving path and decodes its answer
+// dispatch decodes the request's Args and calls its command.
+func dispatch(api API, req request) (any, error) {
+	h, ok := commands[req.Cmd]
+	if !ok {
+		return nil, fmt.Errorf("unknown control command %q", req.Cmd)
+	}
+	var a Args
+	if len(req.Args) > 0 {
+		if err := json.Unmarshal(req.Args, &a); err != nil {
+			return nil, fmt.Errorf("%s: bad arguments: %w", req.Cmd, err)
+		}
+	}
+	return h(api, a)
+}
+
+// call sends one command to the crawl serving path and decodes its answer
 // into out. It returns ErrNoServer when nothing is listening.
-func Call(path, cmd string, args, out any) error {
-	conn, err := net.DialTimeout("unix", path, time.Second)
+func call(path, cmd string, args Args, out any) error {
+	conn, err := net.DialTimeout("unix", path, dialTimeout)
 	if err != nil {
 		return ErrNoServer
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(15 * time.Second))
+	conn.SetDeadline(time.Now().Add(clientTimeout))
 	req := request{Cmd: cmd}
-	if args != nil {
-		if req.Args, err = json.Marshal(args); err != nil {
-			return fmt.Errorf("control %s: %w", cmd, err)
-		}
+	if req.Args, err = json.Marshal(args); err != nil {
+		return fmt.Errorf("control %s: %w", cmd, err)
 	}
 	if err := json.NewEncoder(conn).Encode(&req); err != nil {
 		return fmt.Errorf("control %s: send: %w", cmd, err)
@@ -129,7 +141,7 @@ func Call(path, cmd string, args, out any) error {
 	if resp.Error != "" {
 		return errors.New(resp.Error)
 	}
-	if out != nil && len(resp.Data) > 0 {
+	if len(resp.Data) > 0 {
 		if err := json.Unmarshal(resp.Data, out); err != nil {
 			return fmt.Errorf("control %s: decode answer: %w", cmd, err)
 		}

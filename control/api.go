@@ -1,0 +1,82 @@
+package control
+
+import (
+	"time"
+
+	"breakwater/storage"
+)
+
+// API is what the inspection and control commands ask of a crawl, running
+// or not. Host arguments are host keys ("example.com", "127.0.0.1:8080")
+// or URLs.
+type API interface {
+	// Status reports the crawl's counters.
+	Status() (*Status, error)
+	// Hosts lists every host with its breaker and counters; state filters
+	// by "open", "half-open", "closed", "paused" or "case" (empty: all).
+	Hosts(state string) ([]HostRow, error)
+	// Transitions lists the logged breaker transitions, oldest first, of
+	// host (empty: all hosts) at or after since.
+	Transitions(host string, since time.Time) ([]storage.Transition, error)
+	// Cases lists the recorded refusals, oldest first.
+	Cases() ([]storage.Case, error)
+	// Pause holds host open (no probes, no automatic close) until
+	// Unpause; reason is required and logged. There is deliberately no
+	// force-close.
+	Pause(host, reason string) error
+	// Unpause releases a paused host to half-open: it is probed again.
+	Unpause(host string) error
+	// ResolveCase releases a host held by a refusal case to half-open and
+	// marks its open cases resolved, in the write that stores the released
+	// breaker: if that write fails, the cases stay open.
+	ResolveCase(host string) error
+}
+
+// Args are the arguments of a command on the wire; each command reads the
+// fields it needs.
+type Args struct {
+	Host   string    `json:"host,omitempty"`
+	State  string    `json:"state,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+	Since  time.Time `json:"since,omitzero"`
+}
+
+// Status is what `breakwater status` shows.
+type Status struct {
+	storage.Counts
+	Running       bool           `json:"running"`
+	InFlight      int            `json:"in_flight"`
+	Hosts         int            `json:"hosts"`
+	HostsQueued   int            `json:"hosts_with_queued"`
+	FailedByClass map[string]int `json:"failed_by_class"`
+	StatusCodes   map[int]int    `json:"status_codes"`
+}
+
+// HostRow is one line of `breakwater hosts`.
+type HostRow struct {
+	Host          string        `json:"host"`
+	State         string        `json:"state"`
+	Hold          string        `json:"hold,omitempty"`         // "paused", "case" or "case+paused"
+	HoldReason    string        `json:"hold_reason,omitempty"`  // the case's refusal
+	PauseReason   string        `json:"pause_reason,omitempty"` // the operator's reason
+	Failures      int           `json:"consecutive_failures"`
+	OpenedAt      time.Time     `json:"opened_at,omitzero"`
+	RestRemaining time.Duration `json:"rest_remaining"`
+	Queued        int64         `json:"queued"`
+	Deferred      int64         `json:"deferred"`
+	Fetched       int64         `json:"fetched"`
+	Failed        int64         `json:"failed"`
+	Interval      time.Duration `json:"pace_interval"`
+	Throttles     int           `json:"throttled_429"`
+	Retries       int           `json:"retries_in_window"`
+	FirstAttempts int           `json:"first_attempts_in_window"`
+}
+
+// LiveHost is what only a running crawl knows of a host: its pace and its
+// retry budget's window. The file alone leaves it zero.
+type LiveHost struct {
+	Interval      time.Duration
+	Throttles     int
+	Retries       int
+	FirstAttempts int
+}

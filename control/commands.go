@@ -1,0 +1,50 @@
+package control
+
+import (
+	"fmt"
+
+	"breakwater/storage"
+)
+
+// The command table: every command the socket answers, one register call
+// each, naming it on the wire and saying how the server calls the API with
+// the request's Args. Client forwards each API method with the command its
+// line returns.
+var (
+	cmdStatus = register("status", func(api API, _ Args) (*Status, error) { return api.Status() })
+	cmdHosts  = register("hosts", func(api API, a Args) ([]HostRow, error) { return api.Hosts(a.State) })
+	cmdTrans  = register("transitions", func(api API, a Args) ([]storage.Transition, error) {
+		return api.Transitions(a.Host, a.Since)
+	})
+	cmdCases   = register("cases", func(api API, _ Args) ([]storage.Case, error) { return api.Cases() })
+	cmdPause   = register("pause", func(api API, a Args) (done, error) { return done{}, api.Pause(a.Host, a.Reason) })
+	cmdUnpause = register("unpause", func(api API, a Args) (done, error) { return done{}, api.Unpause(a.Host) })
+	cmdResolve = register("resolve", func(api API, a Args) (done, error) { return done{}, api.ResolveCase(a.Host) })
+)
+
+// command names an entry of the table for Client. R is what the entry
+// answers, so that Client decodes the answer into the type the server
+// encoded it from.
+type command[R any] struct {
+	name string
+}
+
+// done is the answer of a command that only acts.
+type done struct{}
+
+// handler is a command as the server calls it, its answer's type erased.
+type handler func(API, Args) (any, error)
+
+// commands maps each registered name to its handler. It is filled as the
+// package initializes and only read afterwards.
+var commands = map[string]handler{}
+
+// register adds a command to the table; a name registered twice panics as
+// the package initializes.
+func register[R any](name string, call func(API, Args) (R, error)) command[R] {
+	if _, dup := commands[name]; dup {
+		panic(fmt.Sprintf("control: command %q registered twice", name))
+	}
+	commands[name] = func(api API, a Args) (any, error) { return call(api, a) }
+	return command[R]{name: name}
+}

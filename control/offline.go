@@ -1,0 +1,115 @@
+package control
+
+import (
+	"errors"
+	"time"
+
+	"breakwater/breaker"
+	"breakwater/storage"
+)
+
+// Offline answers the API from a database file no crawl holds: breaker
+// state as the file stores it, and manual changes applied to it directly,
+// each in one commit.
+type Offline struct {
+	db *storage.DB
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+var _ API = (*Offline)(nil)
+
+// NewOffline answers the API from db.
+func NewOffline(db *storage.DB) *Offline { return &Offline{db: db} }
+
+func (o *Offline) now() time.Time {
+	if o.Now == nil {
+		return time.Now()
+	}
+	return o.Now()
+}
+
+// Status reports the counters as stored; Running is false.
+func (o *Offline) Status() (*Status, error) { return ReadStatus(o.db) }
+
+// Hosts lists the hosts with their stored breakers; the live columns are zero.
+func (o *Offline) Hosts(state string) ([]HostRow, error) {
+	breakers, err := ReadBreakers(o.db)
+	if err != nil {
+		return nil, err
+	}
+	return HostRows(o.db, state, breakers, nil, o.now())
+}
+
+// Transitions lists the logged transitions; see API.
+func (o *Offline) Transitions(host string, since time.Time) ([]storage.Transition, error) {
+	return ReadTransitions(o.db, host, since)
+}
+
+// Cases lists the recorded refusals.
+func (o *Offline) Cases() ([]storage.Case, error) { return ReadCases(o.db) }
+
+// Pause holds host open in the file; see API.
+func (o *Offline) Pause(host, reason string) error {
+	ch, err := PauseChange(host, reason)
+	if err != nil {
+		return err
+	}
+	return o.apply(ch)
+}
+
+// Unpause releases a paused host in the file; see API.
+func (o *Offline) Unpause(host string) error {
+	ch, err := UnpauseChange(host)
+	if err != nil {
+		return err
+	}
+	return o.apply(ch)
+}
+
+// ResolveCase releases a case and marks it resolved in the file; see API.
+func (o *Offline) ResolveCase(host string) error {
+	ch, err := ResolveChange(host)
+	if err != nil {
+		return err
+	}
+	return o.apply(ch)
+}
+
+// apply carries ch out through a registry holding the host's stored
+// breaker and commits the changed breaker, its transitions and ch's
+// writes in one transaction.
+func (o *Offline) apply(ch Change) error {
+	now := o.now()
+	var logged []storage.Transition
+	// A crawl's --breaker-* settings are not stored in the file: the
+	// registry takes the breaker package's defaults, as a crawl does unless
+	// told otherwise.
+	reg := breaker.NewRegistry(breaker.Config{}, func(t breaker.Transition) {
+		logged = append(logged, storage.NewTransition(t))
+	})
+	if b, err := o.db.Breaker(ch.Host); err == nil {
+		reg.Load(ch.Host, b)
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	if err := ch.Apply(reg, now); err != nil {
+		return err
+	}
+	var batch storage.Batch
+	changed, removed := reg.TakeDirty()
+	for host, b := range changed {
+		batch.PutBreaker(host, b)
+	}
+	for _, host := range removed {
+		batch.DeleteBreaker(host)
+	}
+	for _, t := range logged {
+		batch.AppendTransition(t)
+	}
+	if ch.Write != nil {
+		ch.Write(&batch, now)
+	}
+	_, err := o.db.Commit(&batch)
+	return err
+}

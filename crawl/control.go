@@ -1,0 +1,106 @@
+package crawl
+
+import (
+	"time"
+
+	"breakwater/breaker"
+	"breakwater/control"
+	"breakwater/storage"
+)
+
+// Control answers the control API for this crawl: breakers from its live
+// registry, pace from its host table, retries from its budget. Manual
+// changes go to the live registry, which logs them like any transition,
+// and are written through the frontier's writer with every other write of
+// the crawl. Reads of counters and logs see the file as last committed.
+func (e *Engine) Control() control.API { return engineControl{e} }
+
+// engineControl is the crawl's control.API; each method does what the
+// API's says.
+type engineControl struct{ e *Engine }
+
+func (c engineControl) Status() (*control.Status, error) {
+	st, err := control.ReadStatus(c.e.db)
+	if err != nil {
+		return nil, err
+	}
+	st.Running, st.InFlight = true, c.e.front.InFlight()
+	return st, nil
+}
+
+func (c engineControl) Hosts(state string) ([]control.HostRow, error) {
+	now := c.e.opts.Now()
+	pace := c.e.hosts.snapshot(now)
+	live := func(host string) control.LiveHost {
+		p := pace[host]
+		retries, first := c.e.budget.Usage(host, now)
+		return control.LiveHost{Interval: p.Interval, Throttles: p.Throttles, Retries: retries, FirstAttempts: first}
+	}
+	return control.HostRows(c.e.db, state, c.e.breakers.Snapshot(), live, now)
+}
+
+func (c engineControl) Transitions(host string, since time.Time) ([]storage.Transition, error) {
+	return control.ReadTransitions(c.e.db, host, since)
+}
+
+func (c engineControl) Cases() ([]storage.Case, error) { return control.ReadCases(c.e.db) }
+
+func (c engineControl) Pause(host, reason string) error {
+	ch, err := control.PauseChange(host, reason)
+	if err != nil {
+		return err
+	}
+	return c.apply(ch)
+}
+
+func (c engineControl) Unpause(host string) error {
+	ch, err := control.UnpauseChange(host)
+	if err != nil {
+		return err
+	}
+	return c.apply(ch)
+}
+
+func (c engineControl) ResolveCase(host string) error {
+	ch, err := control.ResolveChange(host)
+	if err != nil {
+		return err
+	}
+	return c.apply(ch)
+}
+
+// apply carries ch out on the live registry, makes the scheduler follow,
+// and submits the host's breaker with ch's writes to the frontier's
+// writer, in one batch: the breaker is read as the batch is built, so
+// that it goes with ch's writes even when a housekeeping write took the
+// change first. The error says the crawl can no longer write; the registry
+// has changed by then, but a crawl that cannot write is ending, and the
+// file keeps the state from before.
+func (c engineControl) apply(ch control.Change) error {
+	e := c.e
+	now := e.opts.Now()
+	if err := ch.Apply(e.breakers, now); err != nil {
+		return err
+	}
+	e.syncHold(ch.Host)
+	return e.writeBreakers(func(b *storage.Batch) {
+		if br, ok := e.breakers.Get(ch.Host); ok {
+			b.PutBreaker(ch.Host, br)
+		} else {
+			b.DeleteBreaker(ch.Host)
+		}
+		if ch.Write != nil {
+			ch.Write(b, now)
+		}
+	})
+}
+
+// syncHold makes the scheduler follow a manual change at once: a held host
+// is held by the frontier too; a released one is offered again.
+func (e *Engine) syncHold(host string) {
+	if b, ok := e.breakers.Get(host); ok && b.Hold != breaker.NoHold {
+		e.front.Hold(host)
+		return
+	}
+	e.front.Unhold(host)
+}
