@@ -18,6 +18,7 @@ import (
 // crawlFlags binds the crawl command's flags to crawl.Options.
 type crawlFlags struct {
 	opts      crawl.Options
+	db        string
 	seedsFile string
 	include   []string
 	exclude   []string
@@ -26,7 +27,7 @@ type crawlFlags struct {
 
 func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
 	o := &c.opts
-	fs.StringVar(&o.DB, "db", o.DB, "database file (created if missing; resumed if it exists)")
+	fs.StringVar(&c.db, "db", "breakwater.db", "database file (created if missing; resumed if it exists)")
 	fs.StringVar(&c.seedsFile, "seeds", "", "file of seed URLs, one a line (# comments and blank lines allowed)")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "concurrent fetches in all")
 	fs.IntVar(&o.HostConcurrency, "host-concurrency", o.HostConcurrency, "in-flight requests per host")
@@ -63,7 +64,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := c.finish(fs.Args()); err != nil {
+	if err := c.toOptions(fs.Args()); err != nil {
 		return err
 	}
 	logger, err := c.log.logger(stderr)
@@ -71,11 +72,11 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	c.opts.Logger = logger
-	return crawlInto(ctx, c.opts, stdout)
+	return crawlInto(ctx, c.db, c.opts, stdout)
 }
 
-// finish turns the raw flag values into options and validates them.
-func (c *crawlFlags) finish(args []string) error {
+// toOptions turns the raw flag values into options and validates them.
+func (c *crawlFlags) toOptions(args []string) error {
 	var err error
 	if c.opts.Include, err = compileAll("--include", c.include); err != nil {
 		return err
@@ -111,16 +112,17 @@ func compileAll(flag string, exprs []string) ([]*regexp.Regexp, error) {
 	return out, nil
 }
 
-// crawlInto runs one crawl over opts.DB and reports how it ended.
-func crawlInto(ctx context.Context, opts crawl.Options, stdout io.Writer) error {
-	fresh := !fileExists(opts.DB)
-	db, err := storage.Open(opts.DB, nil)
+// crawlInto runs one crawl over the database at dbPath and reports how it
+// ended.
+func crawlInto(ctx context.Context, dbPath string, opts crawl.Options, stdout io.Writer) error {
+	fresh := !fileExists(dbPath)
+	db, err := storage.Open(dbPath, nil)
 	if err != nil {
 		return err
 	}
 	if fresh && len(opts.Seeds) == 0 && opts.SeedsFile == "" {
 		db.Close()
-		os.Remove(opts.DB)
+		os.Remove(dbPath)
 		return usagef("no seed URLs: give them as arguments or with --seeds (or resume an existing --db)")
 	}
 	defer db.Close()
@@ -129,7 +131,7 @@ func crawlInto(ctx context.Context, opts crawl.Options, stdout io.Writer) error 
 		return err
 	}
 	serveCtx, stopServing := context.WithCancel(ctx)
-	served, err := control.Serve(serveCtx, control.SocketPath(opts.DB), engine.Control(), opts.Logger)
+	served, err := control.Serve(serveCtx, control.SocketPath(dbPath), engine.Control(), opts.Logger)
 	if err != nil {
 		opts.Logger.Warn("control socket unavailable; status and pause work only after the crawl", "err", err)
 	}

@@ -45,9 +45,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			fmt.Fprintf(stdout, "  %-11s %-10s %s\n", h.Name, h.Behavior, host.BaseURL())
 		}
 	}
-	opts := demoOptions(*dbPath, site)
+	opts := demoOptions(site)
 	opts.Logger = logger
-	err = crawlInto(ctx, opts, stdout)
+	err = crawlInto(ctx, *dbPath, opts, stdout)
 	if err != nil && err != errWorkLeft {
 		return err
 	}
@@ -92,9 +92,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // demoOptions are crawl settings that show the whole product in about a
 // minute: short rests and give-up so the dead host is handled quickly.
-func demoOptions(dbPath string, site *demosite.Site) crawl.Options {
+func demoOptions(site *demosite.Site) crawl.Options {
 	o := crawl.DefaultOptions()
-	o.DB = dbPath
 	for _, spec := range demosite.DemoSpecs() {
 		if spec.Behavior != demosite.Dead {
 			o.Seeds = append(o.Seeds, site.Host(spec.Name).BaseURL()+"/")

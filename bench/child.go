@@ -47,7 +47,7 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 	o := crawl.DefaultOptions()
 	seeds := fs.String("seeds", "", "file of seed URLs")
 	fill := fs.String("fill", "", "file of URLs to add through frontier.Add, instead of crawling")
-	fs.StringVar(&o.DB, "db", "", "database file")
+	dbPath := fs.String("db", "", "database file")
 	fs.IntVar(&o.Workers, "workers", 64, "workers")
 	fs.IntVar(&o.HostConcurrency, "host-concurrency", 4, "in-flight requests per host")
 	fs.IntVar(&o.MaxPages, "max-pages", 0, "stop after this many pages")
@@ -58,7 +58,7 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 	o.Delay, o.AllowPrivate, o.Logger = 0, true, slog.New(slog.DiscardHandler)
 	start := time.Now()
 	if *fill != "" {
-		return fillFrontier(o, *fill, start, stdout)
+		return fillFrontier(o, *dbPath, *fill, start, stdout)
 	}
 	nSeeds := 0
 	if *seeds != "" {
@@ -69,7 +69,7 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 		o.SeedsFile = *seeds
 	}
 	rep := ChildReport{SeedsNS: int64(time.Since(start))}
-	db, err := storage.Open(o.DB, nil)
+	db, err := storage.Open(*dbPath, nil)
 	if err != nil {
 		return err
 	}
@@ -107,8 +107,8 @@ func (rep *ChildReport) finish(stdout io.Writer, start time.Time, c storage.Coun
 // fillFrontier adds every URL of path to the file's frontier the way a
 // crawl adds discovered links: frontier.NewItem, then Add a hundred at a
 // time, then Close, which commits them all.
-func fillFrontier(o crawl.Options, path string, start time.Time, stdout io.Writer) error {
-	db, err := storage.Open(o.DB, nil)
+func fillFrontier(o crawl.Options, dbPath, path string, start time.Time, stdout io.Writer) error {
+	db, err := storage.Open(dbPath, nil)
 	if err != nil {
 		return err
 	}

@@ -86,9 +86,9 @@ type engineRun struct {
 // runEngine crawls into a fresh file named after the run; inspect (if set)
 // reads the file after the crawl, before it is closed.
 func (r *runner) runEngine(ctx context.Context, name string, opts crawl.Options, inspect func(*storage.DB) error) (engineRun, error) {
-	opts.DB = filepath.Join(r.dir, name+".db")
+	path := filepath.Join(r.dir, name+".db")
 	start := r.cfg.now()
-	db, err := storage.Open(opts.DB, nil)
+	db, err := storage.Open(path, nil)
 	if err != nil {
 		return engineRun{}, err
 	}
@@ -101,7 +101,7 @@ func (r *runner) runEngine(ctx context.Context, name string, opts crawl.Options,
 	if err != nil {
 		return engineRun{}, fmt.Errorf("%s run: %w", name, err)
 	}
-	if st, serr := os.Stat(opts.DB); serr == nil {
+	if st, serr := os.Stat(path); serr == nil {
 		run.dbBytes = st.Size()
 	}
 	return run, nil

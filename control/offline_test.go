@@ -89,7 +89,7 @@ func TestOfflinePauseAndUnpause(t *testing.T) {
 		t.Fatalf("Pause: %v", err)
 	}
 	paused := hostsIn(t, o, "paused")
-	if r, ok := paused["a.example"]; !ok || len(paused) != 1 || r.State != "open" || r.HoldReason != "maintenance window" ||
+	if r, ok := paused["a.example"]; !ok || len(paused) != 1 || r.State != "open" || r.PauseReason != "maintenance window" ||
 		r.Queued != 1 || !r.OpenedAt.Equal(t0) {
 		t.Errorf("Hosts(paused) = %+v, want a.example alone, open, with its reason and queued URL", paused)
 	}

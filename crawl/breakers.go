@@ -8,9 +8,6 @@ import (
 	"breakwater/storage"
 )
 
-// Case is a refusal that names the crawler, as raised by the record stage.
-type Case = storage.Case
-
 // onTransition logs every breaker transition and appends it to the file.
 func (e *Engine) onTransition(t breaker.Transition) {
 	rec := storage.NewTransition(t)
@@ -35,7 +32,7 @@ func (e *Engine) onTransition(t breaker.Transition) {
 	e.submit(func(b *storage.Batch) { b.AppendTransition(rec) })
 }
 
-func (e *Engine) raiseCase(c Case) {
+func (e *Engine) raiseCase(c storage.Case) {
 	e.log.Warn("refused by name: host held for a human", "host", c.Host, "url", c.URL,
 		"status", c.Status, "excerpt", c.Excerpt)
 	e.submit(func(b *storage.Batch) { b.AppendCase(c) })

@@ -23,9 +23,6 @@ const (
 // binds its flags to a copy of it. New rejects a zero Options: start from
 // DefaultOptions. Where a field says what zero means, zero is valid.
 type Options struct {
-	// DB is the database file's path, for main's benefit; the engine is
-	// handed the open file. Default "breakwater.db".
-	DB string
 	// Seeds are seed URLs; SeedsFile is a file of them, one a line,
 	// streamed (see ForEachSeed). A resumed crawl needs neither.
 	Seeds     []string
@@ -127,7 +124,6 @@ const ProbeSlack = 15 * time.Second
 // DefaultOptions returns the documented defaults.
 func DefaultOptions() Options {
 	return Options{
-		DB:              "breakwater.db",
 		Workers:         32,
 		HostConcurrency: 1,
 		Delay:           time.Second,

@@ -60,7 +60,7 @@ func (e *Engine) reportOutcome(t breaker.Ticket, url string, v Verdict, now time
 		e.front.Unpark(t.Host, now)
 	}
 	if v.Class == breaker.Refused {
-		e.raiseCase(Case{Host: t.Host, At: now, URL: url, Status: v.Status, Excerpt: v.Excerpt})
+		e.raiseCase(storage.Case{Host: t.Host, At: now, URL: url, Status: v.Status, Excerpt: v.Excerpt})
 	}
 }
 
