@@ -6,6 +6,8 @@ package crawl
 // until it may, without being touched.
 
 import (
+	"context"
+	"os"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -83,6 +85,40 @@ func TestRobotsRedirectToHostThatMayNotBeAsked(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Known bug, reported, not fixed: a host whose robots.txt redirects to a
+// paused host waits for a person just as the paused host's own URLs do,
+// but it is parked for a rest at a time rather than held, so its URLs are
+// not held work and the crawl never ends: it asks for a.test's robots.txt
+// once per --breaker-rest for as long as it runs. Set
+// BREAKWATER_KNOWN_BUGS=1 to run it.
+func TestRobotsRedirectToPausedHostLetsTheCrawlEnd(t *testing.T) {
+	if os.Getenv("BREAKWATER_KNOWN_BUGS") == "" {
+		t.Skip("known bug: the crawl never ends; set BREAKWATER_KNOWN_BUGS=1 to run")
+	}
+	synctest.Test(t, func(t *testing.T) {
+		opts := rigOptions(aRoot)
+		opts.Delay = time.Second
+		opts.Breaker.Rest = 5 * time.Minute
+		s := site{}.chain("a.test", 3)
+		s[aRobots] = redirectPage(301, bRobots)
+		r := newRig(t, opts, siteFetcher(s))
+		r.e.breakers.Pause("b.test", "test", time.Now())
+		r.add(0, aRoot)
+		ctx, cancel := context.WithTimeout(t.Context(), 48*time.Hour)
+		defer cancel()
+
+		sum, err := r.e.Run(ctx)
+
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Duration >= 48*time.Hour || sum.HeldWork != 1 {
+			t.Errorf("crawl ran %v (%d requests for a.test's robots.txt) and ended with %d held: want it to end by itself, a.test's seed held behind b.test's pause",
+				sum.Duration, len(r.f.requests("a.test")), sum.HeldWork)
+		}
+	})
 }
 
 func TestRobotsRedirectFollowedWithTargetsPoliteness(t *testing.T) {
