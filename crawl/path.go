@@ -143,8 +143,8 @@ func (e *Engine) request(x *exchange) (disposition, bool) {
 	ctx, done := x.host.beginRequest(e.fetchCtx)
 	defer done()
 	if x.robots {
-		if until, wait := e.fetchRobots(ctx, x); wait {
-			return parked(until), true
+		if no := e.fetchRobots(ctx, x); no != nil {
+			return e.hopRefused(x, no), true
 		}
 	} else {
 		x.requested = true
@@ -155,6 +155,18 @@ func (e *Engine) request(x *exchange) (disposition, bool) {
 		return released(), true
 	}
 	return disposition{}, false
+}
+
+// hopRefused ends a robots.txt lease whose redirect led to a host that may
+// not be asked. One that may be asked later parks the lease's host until
+// then. One held for a person (paused, or with a case) may stay held for
+// good: the URL counts a failed attempt, as when robots.txt is
+// unreachable, so the crawl can end; the lease's host is not blamed.
+func (e *Engine) hopRefused(x *exchange, no *hopRefused) disposition {
+	if no.hold == breaker.NoHold && !no.until.IsZero() {
+		return parked(no.until)
+	}
+	return e.retryOrFail(x, Verdict{Class: breaker.Transient, Detail: no.Error()}, e.opts.Now())
 }
 
 // cutShort reports whether a request ended by err never got the host's

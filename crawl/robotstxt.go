@@ -2,7 +2,6 @@ package crawl
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -13,17 +12,29 @@ import (
 	"breakwater/storage"
 )
 
-// errHopNotNow ends a robots.txt fetch whose redirect leads to a host that
-// may not be asked now (its circuit is open, or politeness says wait).
-var errHopNotNow = errors.New("robots.txt redirect target may not be asked now")
+// hopRefused ends a robots.txt fetch whose redirect leads to a host that
+// may not be asked now: its circuit is open or politeness says wait (ask
+// again at until), or it is held for a person (hold), when no time will do.
+type hopRefused struct {
+	host  string
+	until time.Time
+	hold  breaker.Hold
+}
+
+func (h *hopRefused) Error() string {
+	if h.hold != breaker.NoHold {
+		return "robots.txt redirects to " + h.host + ", which is held (" + h.hold.String() + ")"
+	}
+	return "robots.txt redirects to " + h.host + ", which may not be asked before " + h.until.Format(time.RFC3339)
+}
 
 // fetchRobots is the request stage of a robots.txt lease. It follows the
 // redirects itself (RFC 9309 §2.3.1.2), and a hop to another host goes
 // through that host's breaker and politeness like any request to it: when
-// either says not now, the fetch stops there without touching the host,
-// and the lease's host waits until until. The last response is the one
-// classified, for the lease's host.
-func (e *Engine) fetchRobots(ctx context.Context, x *exchange) (until time.Time, wait bool) {
+// either says no, the fetch stops there without touching the host, and
+// refused says why. The last response is the one classified, for the
+// lease's host.
+func (e *Engine) fetchRobots(ctx context.Context, x *exchange) (refused *hopRefused) {
 	host := x.lease.Item.Host
 	get := func(ctx context.Context, url string) (int, string, []byte, error) {
 		target, err := frontier.HostKey(url)
@@ -33,10 +44,10 @@ func (e *Engine) fetchRobots(ctx context.Context, x *exchange) (until time.Time,
 		case target == host:
 			x.resp = e.fetcher.Fetch(ctx, fetch.Request{URL: url})
 		default:
-			resp, at, ok := e.hop(ctx, target, url)
-			if !ok {
-				until, wait = at, true
-				return 0, "", nil, errHopNotNow
+			resp, no := e.hop(ctx, target, url)
+			if no != nil {
+				refused = no
+				return 0, "", nil, no
 			}
 			x.resp = resp
 		}
@@ -47,36 +58,33 @@ func (e *Engine) fetchRobots(ctx context.Context, x *exchange) (until time.Time,
 		scheme = "https"
 	}
 	x.rules, x.robotsErr = robots.Fetch(ctx, get, scheme, host, e.opts.Now())
-	if wait {
-		return until, true
+	if refused != nil {
+		return refused
 	}
 	if x.resp == nil || !cutShort(ctx, x.resp.Err) {
 		x.host.mu.Lock()
 		x.host.robotsFailed = x.robotsErr != nil
 		x.host.mu.Unlock()
 	}
-	return time.Time{}, false
+	return nil
 }
 
 // hop makes one robots.txt redirect hop to another host, admitted by that
 // host's breaker and paced by its politeness, and feeds the outcome to its
-// breaker. ok is false, and until says when to ask again, when the host
-// may not be asked now; nothing was sent to it then.
-func (e *Engine) hop(ctx context.Context, host, url string) (resp *fetch.Response, until time.Time, ok bool) {
+// breaker. When the host may not be asked now, nothing is sent to it and
+// refused says why.
+func (e *Engine) hop(ctx context.Context, host, url string) (resp *fetch.Response, refused *hopRefused) {
 	now := e.opts.Now()
 	d := e.breakers.Admit(host, now)
 	if !d.Allowed {
-		if d.RetryAt.IsZero() { // held for a person: ask again after a rest
-			return nil, now.Add(e.opts.Breaker.Rest), false
-		}
-		return nil, d.RetryAt, false
+		return nil, &hopRefused{host: host, until: d.RetryAt, hold: d.Hold}
 	}
 	hs := e.hosts.get(host, now)
 	hs.mu.Lock()
 	if wait := hs.wait(now); wait > 0 {
 		hs.mu.Unlock()
 		e.breakers.Report(d.Ticket, breaker.Permanent, "not attempted", now)
-		return nil, now.Add(wait), false
+		return nil, &hopRefused{host: host, until: now.Add(wait)}
 	}
 	hs.pace.Take(now)
 	hs.mu.Unlock()
@@ -87,7 +95,7 @@ func (e *Engine) hop(ctx context.Context, host, url string) (resp *fetch.Respons
 	} else {
 		e.reportOutcome(d.Ticket, url, Classify(resp, e.token), now)
 	}
-	return resp, time.Time{}, true
+	return resp, nil
 }
 
 // robotsFor returns the host's usable rules, or fetch=true when this worker
