@@ -139,8 +139,9 @@ func TestGrowthRatio(t *testing.T) {
 func TestDeadRowsVerdicts(t *testing.T) {
 	d := &DeadResult{ConnLimit: 14,
 		Baseline: &DeadRun{Wall: 10 * time.Second},
-		On:       &DeadRun{Breaker: true, Wall: 11 * time.Second, DeadMaxPerRest: 8, DeadWorkerSeconds: 16},
-		Off:      &DeadRun{Wall: 100 * time.Second, Capped: true, DeadWorkerSeconds: 100}}
+		On: &DeadRun{Breaker: true, Wall: 13 * time.Second, LiveDone: 11 * time.Second,
+			DeadMaxPerRest: 8, DeadWorkerSeconds: 16},
+		Off: &DeadRun{Wall: 100 * time.Second, Capped: true, DeadWorkerSeconds: 100}}
 	rows := (&Report{Dead: d}).Rows()
 	find := func(prefix string) Row {
 		t.Helper()
@@ -153,7 +154,8 @@ func TestDeadRowsVerdicts(t *testing.T) {
 		return Row{}
 	}
 	tests := []struct{ figure, value, verdict string }{
-		{"breaker on: time ratio", "1.10x", "met"},
+		{"breaker on: time ratio", "1.30x", ""},
+		{"breaker on: live pages all fetched at", "11.0s (1.10x)", "met"},
 		{"breaker on: dead-host requests", "0 (8)", "met"},
 		{"breaker off: time ratio", ">= 10.00x", ""},
 		{"worker-seconds on dead host, off / on", ">= 6.2x", "unknown"},
@@ -171,17 +173,19 @@ func TestDeadRowsVerdicts(t *testing.T) {
 func TestQuickVerdictsOnlyHint(t *testing.T) {
 	d := &DeadResult{ConnLimit: 14,
 		Baseline: &DeadRun{Wall: 10 * time.Second},
-		On:       &DeadRun{Breaker: true, Wall: 20 * time.Second, DeadMaxPerRest: 8, DeadWorkerSeconds: 16},
-		Off:      &DeadRun{Wall: 100 * time.Second, DeadWorkerSeconds: 1000}}
+		On: &DeadRun{Breaker: true, Wall: 20 * time.Second, LiveDone: 12 * time.Second,
+			DeadMaxPerRest: 8, DeadWorkerSeconds: 16},
+		Off: &DeadRun{Wall: 100 * time.Second, DeadWorkerSeconds: 1000}}
 	rep := &Report{Quick: true, Dead: d}
 	got := map[string]string{}
 	for _, r := range rep.Rows() {
 		got[r.Figure] = r.Verdict
 	}
 	for fig, want := range map[string]string{
-		"breaker on: time ratio to no dead host":  "(missed)",
-		"worker-seconds on dead host, off / on":   "(met)",
-		"breaker off: time ratio to no dead host": "",
+		"breaker on: time ratio to no dead host":                        "",
+		"breaker on: live pages all fetched at (ratio to no dead host)": "(missed)",
+		"worker-seconds on dead host, off / on":                         "(met)",
+		"breaker off: time ratio to no dead host":                       "",
 	} {
 		if got[fig] != want {
 			t.Errorf("quick %q: verdict %q, want %q", fig, got[fig], want)
