@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"regexp"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -22,13 +25,19 @@ type crawlFlags struct {
 	seedsFile string
 	include   []string
 	exclude   []string
+	failRatio float64
 	log       logFlags
+	// given says whether a flag was on the command line: only those change
+	// the crawl's stored settings.
+	given func(flag string) bool
+	// cleanup removes what reading the seeds made (standard input's copy).
+	cleanup func()
 }
 
 func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
 	o := &c.opts
 	fs.StringVar(&c.db, "db", "breakwater.db", "database file (created if missing; resumed if it exists)")
-	fs.StringVar(&c.seedsFile, "seeds", "", "file of seed URLs, one a line (# comments and blank lines allowed)")
+	fs.StringVar(&c.seedsFile, "seeds", "", "file of seed URLs, one a line (# comments and blank lines allowed; - reads standard input)")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "concurrent fetches in all")
 	fs.IntVar(&o.HostConcurrency, "host-concurrency", o.HostConcurrency, "in-flight requests per host")
 	fs.DurationVar(&o.Delay, "delay", o.Delay, "minimum gap between request starts to one host (robots.txt Crawl-delay wins when larger)")
@@ -38,6 +47,9 @@ func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&c.include, "include", nil, "follow only URLs matching this regexp (repeatable)")
 	fs.StringArrayVar(&c.exclude, "exclude", nil, "never follow URLs matching this regexp (repeatable)")
 	fs.StringVar(&o.UserAgent, "user-agent", o.UserAgent, "User-Agent header; the word before the first / is the robots.txt product token")
+	fs.StringArrayVar(&o.Header, "header", nil, `extra request header "Name: value" (repeatable; Host and framing headers are refused)`)
+	fs.StringVar(&o.Cookies, "cookies", "", "Netscape cookies.txt file (as curl and wget write) to send; cookies servers set are kept for the run")
+	fs.StringVar(&o.Proxy, "proxy", "", "send requests through this proxy: http://, https:// or socks5:// URL, or env for HTTPS_PROXY/HTTP_PROXY/NO_PROXY")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "whole request timeout, body included")
 	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", o.ConnectTimeout, "TCP connect timeout")
 	fs.Int64Var(&o.MaxBody, "max-body", o.MaxBody, "bytes of body kept per response (after decompression); longer bodies are truncated")
@@ -54,45 +66,57 @@ func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RetryBase, "retry-base", o.RetryBase, "first retry backoff (exponential, full jitter)")
 	fs.DurationVar(&o.RetryMax, "retry-max", o.RetryMax, "longest retry backoff and longest Retry-After honoured")
 	fs.Float64Var(&o.RetryBudget, "retry-budget", o.RetryBudget, "retries per host as a fraction of its first attempts over a minute (plus a few a minute)")
+	fs.Float64Var(&c.failRatio, "fail-ratio", 0, "exit 4 when more than this share of the URLs this run finished failed (0: off)")
 	c.log.addFlags(fs)
 }
 
 func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := &crawlFlags{opts: crawl.DefaultOptions()}
+	c := &crawlFlags{opts: crawl.DefaultOptions(), cleanup: func() {}}
 	fs := newFlagSet("crawl", "crawl [flags] [SEED_URL...]", stdout)
 	c.addFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := c.toOptions(fs.Args()); err != nil {
-		return err
-	}
+	c.given = fs.Changed
 	logger, err := c.log.logger(stderr)
 	if err != nil {
 		return err
 	}
 	c.opts.Logger = logger
-	return crawlInto(ctx, c.db, c.opts, stdout)
+	defer func() { c.cleanup() }()
+	if err := c.toOptions(fs.Args()); err != nil {
+		return err
+	}
+	return crawlInto(ctx, c.db, c.opts, c.given, runPolicy{failRatio: c.failRatio}, stdout)
 }
 
 // toOptions turns the raw flag values into options and validates them.
 func (c *crawlFlags) toOptions(args []string) error {
 	var err error
+	if c.db == "" {
+		return usagef("--db: the database file's path is empty")
+	}
+	if c.failRatio < 0 || c.failRatio > 1 {
+		return usagef("--fail-ratio must be between 0 and 1, got %g", c.failRatio)
+	}
 	if c.opts.Include, err = compileAll("--include", c.include); err != nil {
 		return err
 	}
 	if c.opts.Exclude, err = compileAll("--exclude", c.exclude); err != nil {
 		return err
 	}
-	c.opts.Seeds = append(c.opts.Seeds, args...)
-	if _, err := crawl.ReadSeeds(strings.NewReader(strings.Join(args, "\n")), "seed argument"); err != nil {
-		return usageError{err}
+	for _, arg := range args {
+		if _, _, err := crawl.NormalizeSeed(arg); err != nil {
+			return usagef("seed argument %q: %v", arg, err)
+		}
 	}
+	c.opts.Seeds = append(c.opts.Seeds, args...)
 	if c.seedsFile != "" {
-		if err := checkSeedsFile(c.seedsFile); err != nil {
+		path, cleanup, err := readSeedsFlag(c.seedsFile, c.db, c.opts.Logger)
+		if err != nil {
 			return err
 		}
-		c.opts.SeedsFile = c.seedsFile
+		c.opts.SeedsFile, c.cleanup = path, cleanup
 	}
 	if err := c.opts.Validate(); err != nil {
 		return usageError{err}
@@ -112,24 +136,47 @@ func compileAll(flag string, exprs []string) ([]*regexp.Regexp, error) {
 	return out, nil
 }
 
+// runPolicy is what decides, beyond the frontier, whether a run failed.
+type runPolicy struct {
+	failRatio float64 // exit 4 above this share of failed URLs; 0 off
+}
+
 // crawlInto runs one crawl over the database at dbPath and reports how it
-// ended.
-func crawlInto(ctx context.Context, dbPath string, opts crawl.Options, stdout io.Writer) error {
+// ended. given says which flags were on the command line: those change the
+// crawl's stored settings, and the file's settings fill in the rest.
+func crawlInto(ctx context.Context, dbPath string, opts crawl.Options, given func(string) bool, policy runPolicy, stdout io.Writer) (err error) {
 	fresh := !fileExists(dbPath)
 	db, err := storage.Open(dbPath, nil)
 	if err != nil {
 		return err
 	}
-	if fresh && len(opts.Seeds) == 0 && opts.SeedsFile == "" {
+	started := false
+	defer func() {
 		db.Close()
-		os.Remove(dbPath)
+		if fresh && !started {
+			os.Remove(dbPath) // a run refused before it began leaves no file behind
+		}
+	}()
+	if fresh && len(opts.Seeds) == 0 && opts.SeedsFile == "" {
 		return usagef("no seed URLs: give them as arguments or with --seeds (or resume an existing --db)")
 	}
-	defer db.Close()
-	engine, err := crawl.New(opts, db)
+	opts, changes, storeSettings, err := crawl.ResolveSettings(db, opts, given)
 	if err != nil {
+		return usageError{err}
+	}
+	engine, err := crawl.New(opts, db)
+	var blocked *crawl.SeedsBlockedError
+	switch {
+	case errors.As(err, &blocked):
+		return usageError{err}
+	case err != nil:
 		return err
 	}
+	started = true
+	if err := storeSettings(); err != nil {
+		return err
+	}
+	crawl.LogSettingChanges(opts.Logger, changes)
 	serveCtx, stopServing := context.WithCancel(ctx)
 	served, err := control.Serve(serveCtx, control.SocketPath(dbPath), engine.Control(), opts.Logger)
 	if err != nil {
@@ -143,11 +190,28 @@ func crawlInto(ctx context.Context, dbPath string, opts crawl.Options, stdout io
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "crawl %s after %s: %d fetched, %d failed, %d queued, %d deferred, %d held\n",
+	verdict := judge(sum, policy)
+	fmt.Fprintf(stdout, "crawl %s after %s: this run %d fetched, %d failed; in all %d fetched, %d failed, %d queued, %d deferred, %d held: %s\n",
 		map[bool]string{true: "finished", false: "stopped"}[sum.Exhausted], sum.Duration.Round(1e6),
-		sum.Counts.Fetched, sum.Counts.Failed, sum.Counts.Queued, sum.Counts.Deferred, sum.HeldWork)
-	if !sum.Exhausted {
+		sum.Fetched, sum.Failed, sum.Counts.Fetched, sum.Counts.Failed, sum.Counts.Queued, sum.Counts.Deferred,
+		sum.HeldWork, sum.Why)
+	return verdict
+}
+
+// judge turns how a run ended into the error its exit code tells: none
+// (0), work left (3), or a finished run that failed (4), for cron to hear.
+func judge(sum crawl.Summary, policy runPolicy) error {
+	finished := sum.Fetched + sum.Failed
+	switch {
+	case !sum.Exhausted:
 		return errWorkLeft
+	case sum.SeedsFetched == 0 && sum.SeedsFailed > 0:
+		return runFailed("every seed failed (%d); see 'breakwater status' for the failures by class", sum.SeedsFailed)
+	case sum.Fetched == 0 && sum.Failed > 0:
+		return runFailed("nothing was fetched: all %d URLs this run finished failed", sum.Failed)
+	case policy.failRatio > 0 && finished > 0 && float64(sum.Failed)/float64(finished) > policy.failRatio:
+		return runFailed("%d of the %d URLs this run finished failed (%.1f%%), more than --fail-ratio %g",
+			sum.Failed, finished, 100*float64(sum.Failed)/float64(finished), policy.failRatio)
 	}
 	return nil
 }
@@ -157,16 +221,62 @@ func fileExists(path string) bool {
 	return err == nil
 }
 
-// checkSeedsFile reads the seeds file once before anything is created, so a
-// bad line is a usage error that names the file and line.
-func checkSeedsFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return usagef("--seeds: %v", err)
+// readSeedsFlag checks the --seeds file before anything is created, so a
+// bad line is a usage error that names the file and line, and an empty
+// file is refused. "-" reads standard input: once, as it streams, into a
+// copy next to the database (the crawl reads its seeds twice: for their
+// hosts, then to queue them), which cleanup removes.
+func readSeedsFlag(path, dbPath string, log *slog.Logger) (seedsPath string, cleanup func(), err error) {
+	cleanup = func() {}
+	var in io.Reader
+	var copyTo *os.File
+	name := path
+	if path == "-" {
+		name = "standard input"
+		copyTo, err = os.CreateTemp(filepath.Dir(dbPath), ".breakwater-seeds-*")
+		if err != nil {
+			return "", nil, fmt.Errorf("--seeds -: keep a copy of standard input: %w", err)
+		}
+		cleanup = func() { os.Remove(copyTo.Name()) }
+		in, seedsPath = os.Stdin, copyTo.Name()
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return "", nil, usagef("--seeds: %v", err)
+		}
+		defer f.Close()
+		in, seedsPath = f, path
 	}
-	defer f.Close()
-	if err := crawl.ForEachSeed(f, path, func(string) error { return nil }); err != nil {
-		return usagef("--seeds: %v", err)
+	var w *bufio.Writer
+	if copyTo != nil {
+		defer copyTo.Close()
+		w = bufio.NewWriter(copyTo)
 	}
-	return nil
+	// The crawl reads a file's seeds again and logs what it reads then;
+	// standard input's copy holds them as read, so they are logged here.
+	var logTo *slog.Logger
+	if copyTo != nil {
+		logTo = log
+	}
+	n := 0
+	err = crawl.ForEachSeed(in, name, logTo, func(url string) error {
+		n++
+		if w != nil {
+			_, err := fmt.Fprintln(w, url)
+			return err
+		}
+		return nil
+	})
+	if err == nil && w != nil {
+		err = w.Flush()
+	}
+	switch {
+	case err != nil:
+		cleanup()
+		return "", nil, usagef("--seeds: %v", err)
+	case n == 0:
+		cleanup()
+		return "", nil, usagef("--seeds %s: no seed URLs in it", path)
+	}
+	return seedsPath, cleanup, nil
 }

@@ -47,7 +47,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	opts := demoOptions(site)
 	opts.Logger = logger
-	err = crawlInto(ctx, *dbPath, opts, stdout)
+	err = crawlInto(ctx, *dbPath, opts, func(string) bool { return true }, runPolicy{}, stdout)
 	if err != nil && err != errWorkLeft {
 		return err
 	}

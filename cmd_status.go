@@ -50,6 +50,7 @@ func printStatus(w io.Writer, st *control.Status) {
 			fmt.Fprintf(w, "  %-20s %d\n", k, st.FailedByClass[k])
 		}
 	}
+	printSettings(w, st.Settings)
 	if len(st.StatusCodes) > 0 {
 		fmt.Fprintln(w, "responses by status (0: no response):")
 		codes := make([]int, 0, len(st.StatusCodes))
@@ -79,4 +80,41 @@ func openExisting(path string) (*storage.DB, error) {
 		return nil, usagef("--db %s: no such file", path)
 	}
 	return storage.Open(path, nil)
+}
+
+// printSettings shows the crawl's stored settings, one a line, by the
+// flag that sets them; the seed hosts as a count.
+func printSettings(w io.Writer, settings map[string]json.RawMessage) {
+	if len(settings) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "settings (stored in the file; a flag given to crawl changes them):")
+	for _, k := range sortedKeys(settings) {
+		v := settings[k]
+		if k == "seed_hosts" {
+			var hosts []string
+			json.Unmarshal(v, &hosts)
+			fmt.Fprintf(w, "  %-20s %d\n", "seed hosts", len(hosts))
+			continue
+		}
+		var list []string
+		if json.Unmarshal(v, &list) == nil {
+			if len(list) == 0 {
+				fmt.Fprintf(w, "  --%-18s -\n", k)
+			}
+			for _, item := range list {
+				fmt.Fprintf(w, "  --%-18s %s\n", k, item)
+			}
+			continue
+		}
+		var text string
+		if json.Unmarshal(v, &text) == nil {
+			if text == "" {
+				text = "-"
+			}
+			fmt.Fprintf(w, "  --%-18s %s\n", k, text)
+			continue
+		}
+		fmt.Fprintf(w, "  --%-18s %s\n", k, v)
+	}
 }

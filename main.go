@@ -23,6 +23,7 @@ const (
 	exitError    = 1
 	exitUsage    = 2
 	exitWorkLeft = 3 // stopped with work left: run again to resume
+	exitFailed   = 4 // finished, but failed in a way cron must hear about
 )
 
 // usageError marks errors that are the caller's (bad flags, bad seeds): exit 2.
@@ -35,6 +36,16 @@ func usagef(format string, args ...any) error { return usageError{fmt.Errorf(for
 
 // errWorkLeft is returned by a crawl that stopped before the frontier ran dry.
 var errWorkLeft = errors.New("stopped with work left; run the same command again to resume")
+
+// runFailedError is a crawl that finished but failed: nothing fetched,
+// every seed failed, or more failures than --fail-ratio allows.
+type runFailedError struct{ msg string }
+
+func (e runFailedError) Error() string { return "the crawl failed: " + e.msg }
+
+func runFailed(format string, args ...any) error {
+	return runFailedError{fmt.Sprintf(format, args...)}
+}
 
 type command struct {
 	name, summary string
@@ -80,6 +91,9 @@ func exitCode(err error, stderr io.Writer) int {
 	case errors.Is(err, errWorkLeft):
 		fmt.Fprintln(stderr, "breakwater:", err)
 		return exitWorkLeft
+	case errors.As(err, new(runFailedError)):
+		fmt.Fprintln(stderr, "breakwater:", err)
+		return exitFailed
 	case errors.As(err, &ue):
 		fmt.Fprintln(stderr, "breakwater:", err)
 		return exitUsage

@@ -166,7 +166,7 @@ func checkSeedsFile(path string) (int, error) {
 	}
 	defer f.Close()
 	n := 0
-	err = crawl.ForEachSeed(bufio.NewReader(f), path, func(string) error { n++; return nil })
+	err = crawl.ForEachSeed(bufio.NewReader(f), path, nil, func(string) error { n++; return nil })
 	return n, err
 }
 

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"encoding/json"
 	"time"
 
 	"breakwater/storage"
@@ -50,6 +51,9 @@ type Status struct {
 	HostsQueued   int            `json:"hosts_with_queued"`
 	FailedByClass map[string]int `json:"failed_by_class"`
 	StatusCodes   map[int]int    `json:"status_codes"`
+	// Settings are the crawl's stored settings, by flag name, secret
+	// values masked (see MaskSetting).
+	Settings map[string]json.RawMessage `json:"settings,omitempty"`
 }
 
 // HostRow is one line of `breakwater hosts`.

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -42,6 +43,14 @@ func ReadStatus(db *storage.DB) (*Status, error) {
 	}
 	for code, n := range t.Status {
 		st.StatusCodes[code] = int(n)
+	}
+	switch blob, err := db.Settings(); {
+	case err == nil:
+		if st.Settings, err = MaskSettings(blob); err != nil {
+			return nil, fmt.Errorf("read stored crawl settings: %w", err)
+		}
+	case !errors.Is(err, storage.ErrNotFound):
+		return nil, err
 	}
 	return st, nil
 }

@@ -139,6 +139,7 @@ func (e *Engine) settle(x *exchange, d disposition) {
 		if r.URL == "" {
 			r = e.fill(l.Item, r)
 		}
+		e.countSeed(l.Item, r)
 		err = e.front.Complete(l, r, d.found)
 	case giveUpHost:
 		e.front.Release(l)
@@ -146,5 +147,17 @@ func (e *Engine) settle(x *exchange, d disposition) {
 	}
 	if err != nil {
 		e.log.Error("end lease", "url", l.Item.URL, "ending", d.String(), "err", err)
+	}
+}
+
+// countSeed counts the outcome of a seed, or of a page a seed redirected to
+// (depth 0), for the run's summary: whether any seed worked at all.
+func (e *Engine) countSeed(it storage.Item, r *storage.Result) {
+	switch {
+	case it.Depth > 0:
+	case r.Failed():
+		e.seedsFailed.Add(1)
+	case r.Status >= 200 && r.Status < 300:
+		e.seedsFetched.Add(1)
 	}
 }

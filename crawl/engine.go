@@ -40,20 +40,25 @@ type Engine struct {
 	started   atomic.Int64    // pages attempted this run, for --max-pages
 	givenUp   sync.Map        // host -> time.Time of its last FailHost
 	persistMu sync.Mutex
+	// seedsFetched and seedsFailed count this run's outcomes of seeds and
+	// of the redirects they lead to (depth 0): a 2xx, or a failure.
+	seedsFetched, seedsFailed atomic.Int64
 }
 
 // Summary is how a run ended.
 type Summary struct {
-	Exhausted bool // no work left at all: exit 0
-	Counts    storage.Counts
-	HeldWork  int // URLs of paused hosts or hosts with an open case
-	Duration  time.Duration
-}
-
-// settings are stored in the file so a resumed crawl keeps its seeds' scope.
-type settings struct {
-	SeedHosts []string `json:"seed_hosts"`
-	Scope     string   `json:"scope"`
+	Exhausted bool           // no work left at all
+	Counts    storage.Counts // the whole crawl's, at the end
+	// Fetched and Failed are this run's: results stored as pages and as
+	// failures since it started.
+	Fetched, Failed int64
+	// SeedsFetched and SeedsFailed count this run's seeds (and the pages
+	// they redirect to) fetched with a 2xx, and failed.
+	SeedsFetched, SeedsFailed int64
+	HeldWork                  int // URLs of paused hosts or hosts with an open case
+	Duration                  time.Duration
+	// Why says in a few words why the run ended.
+	Why string
 }
 
 // idleConnsFor sizes the fetcher's idle pool. Workers that find a loaded
@@ -143,6 +148,10 @@ func (e *Engine) circuitOpen(host string) bool {
 // MaxDuration or MaxPages is reached.
 func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	start := e.opts.Now()
+	before, err := e.db.Counts()
+	if err != nil {
+		return Summary{}, err
+	}
 	go e.feedSeeds(e.front.Feed())
 
 	stopCtx, stop := context.WithCancel(ctx)
@@ -167,11 +176,31 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	e.closeFetcher()
 	counts, cerr := e.db.Counts()
 	sum := Summary{Exhausted: exhausted, Counts: counts, HeldWork: e.front.HeldWork(),
-		Duration: e.opts.Now().Sub(start)}
+		Duration: e.opts.Now().Sub(start), SeedsFetched: e.seedsFetched.Load(), SeedsFailed: e.seedsFailed.Load(),
+		// A URL requeued by --retry-failed moves from failed to fetched.
+		Fetched: max(0, counts.Fetched-before.Fetched), Failed: max(0, counts.Failed-before.Failed)}
 	if sum.HeldWork > 0 {
 		sum.Exhausted = false
 	}
+	sum.Why = e.why(ctx, sum)
 	return sum, errors.Join(closeErr, cerr)
+}
+
+// why names the reason a run ended, for its last line.
+func (e *Engine) why(ctx context.Context, sum Summary) string {
+	switch {
+	case sum.Exhausted:
+		return "no URL left to fetch"
+	case ctx.Err() != nil:
+		return "stopped by a signal"
+	case e.opts.MaxPages > 0 && e.started.Load() >= int64(e.opts.MaxPages):
+		return fmt.Sprintf("--max-pages %d reached", e.opts.MaxPages)
+	case e.opts.MaxDuration > 0 && sum.Duration >= e.opts.MaxDuration:
+		return fmt.Sprintf("--max-duration %s reached", e.opts.MaxDuration)
+	case sum.HeldWork > 0 && sum.Counts.Queued+sum.Counts.Deferred <= int64(sum.HeldWork):
+		return fmt.Sprintf("only URLs of held hosts are left (%d, paused or with a case): they wait for a person", sum.HeldWork)
+	}
+	return "stopped with work left"
 }
 
 // runWorkers runs the worker pool and the housekeeping loop; it reports
@@ -274,31 +303,44 @@ func (e *Engine) logProgress() {
 // RetryFailed, requeues failed URLs. The seeds themselves are enqueued by
 // feedSeeds once the crawl runs.
 func (e *Engine) prepareSeeds() error {
-	var st settings
+	stored := map[string]json.RawMessage{}
 	if data, err := e.db.Settings(); err == nil {
-		if err := json.Unmarshal(data, &st); err != nil {
+		if err := json.Unmarshal(data, &stored); err != nil {
 			return fmt.Errorf("read stored crawl settings: %w", err)
 		}
 	} else if !errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
+	var seedHosts []string
+	if raw, ok := stored["seed_hosts"]; ok {
+		if err := json.Unmarshal(raw, &seedHosts); err != nil {
+			return fmt.Errorf("read stored seed hosts: %w", err)
+		}
+	}
 	hosts := map[string]bool{}
-	for _, h := range st.SeedHosts {
+	for _, h := range seedHosts {
 		hosts[h] = true
 	}
-	err := e.eachSeed(func(it storage.Item) error {
+	var blocked seedsBlocked
+	err := e.eachSeed(e.log, func(it storage.Item) error {
+		blocked.check(it, e.opts.AllowPrivate)
 		if !hosts[it.Host] {
 			hosts[it.Host] = true
-			st.SeedHosts = append(st.SeedHosts, it.Host)
+			seedHosts = append(seedHosts, it.Host)
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	st.Scope = e.opts.Scope
-	e.scope = newScope(&e.opts, st.SeedHosts)
-	data, _ := json.Marshal(&st)
+	if err := blocked.verdict(e.log); err != nil {
+		return err
+	}
+	e.scope = newScope(&e.opts, seedHosts)
+	// Only the seed hosts are this function's: the other settings are
+	// ResolveSettings's, and stay as they are.
+	stored["seed_hosts"], _ = json.Marshal(seedHosts)
+	data, _ := json.Marshal(stored)
 	if err := e.db.PutSettings(data); err != nil {
 		return fmt.Errorf("store crawl settings: %w", err)
 	}
@@ -313,14 +355,25 @@ func (e *Engine) prepareSeeds() error {
 }
 
 // eachSeed calls fn with every seed, from Seeds and then SeedsFile, read as
-// a stream so a million seeds never sit in memory at once.
-func (e *Engine) eachSeed(fn func(storage.Item) error) error {
-	for _, raw := range e.opts.Seeds {
-		it, err := frontier.NewItem(raw, 0, 0)
+// a stream so a million seeds never sit in memory at once. Seeds read as
+// http:// for want of a scheme are logged to log, if not nil.
+func (e *Engine) eachSeed(log *slog.Logger, fn func(storage.Item) error) error {
+	each := func(url string) error {
+		it, err := frontier.NewItem(url, 0, 0)
 		if err != nil {
-			return fmt.Errorf("seed %q: %w", raw, err)
+			return fmt.Errorf("seed %q: %w", url, err)
 		}
-		if err := fn(it); err != nil {
+		return fn(it)
+	}
+	for _, raw := range e.opts.Seeds {
+		url, schemeless, err := NormalizeSeed(raw)
+		if err != nil {
+			return err
+		}
+		if schemeless && log != nil {
+			log.Info("seed without a scheme read as http://", "seed", raw, "url", url)
+		}
+		if err := each(url); err != nil {
 			return err
 		}
 	}
@@ -332,13 +385,7 @@ func (e *Engine) eachSeed(fn func(storage.Item) error) error {
 		return fmt.Errorf("seeds: %w", err)
 	}
 	defer f.Close()
-	return ForEachSeed(f, e.opts.SeedsFile, func(raw string) error {
-		it, err := frontier.NewItem(raw, 0, 0)
-		if err != nil {
-			return fmt.Errorf("%s: %w", e.opts.SeedsFile, err)
-		}
-		return fn(it)
-	})
+	return ForEachSeed(f, e.opts.SeedsFile, log, each)
 }
 
 // feedSeeds enqueues the seeds in chunks while the workers already crawl.
@@ -353,7 +400,7 @@ func (e *Engine) feedSeeds(done func()) {
 		batch = make([]storage.Item, 0, chunk)
 		return err
 	}
-	err := e.eachSeed(func(it storage.Item) error {
+	err := e.eachSeed(nil, func(it storage.Item) error {
 		batch = append(batch, it)
 		if len(batch) == chunk {
 			return flush()

@@ -53,6 +53,15 @@ type Options struct {
 	// the product token robots.txt groups and refusals are matched against
 	// (see robots.ProductToken). Default "breakwater/" + Version.
 	UserAgent string
+	// Header holds extra request headers, "Name: value" each (see
+	// fetch.ParseHeader); none by default.
+	Header []string
+	// Cookies is a Netscape cookies.txt file loaded into the run's cookie
+	// jar; "" (the default) means no jar: cookies are neither sent nor kept.
+	Cookies string
+	// Proxy is the proxy requests go through (see fetch.ParseProxy): a
+	// URL, "env" for the environment's, or "" (the default) for none.
+	Proxy string
 	// Timeout bounds a whole request, body included. Default
 	// fetch.DefaultTimeout (30s).
 	Timeout time.Duration

@@ -58,10 +58,19 @@ func (e *Engine) reservePage(x *exchange) (disposition, bool) {
 
 func (e *Engine) unreservePage() { e.started.Add(-1) }
 
-// authorise checks robots.txt (scope was checked when the URL was queued).
-// When the host's rules are unknown or expired, the lease is used to fetch
-// robots.txt instead, through the same breaker and politeness.
+// authorise checks the crawl's scope and robots.txt. Scope was checked when
+// the URL was queued, but a later run may have narrowed it (the crawl's
+// settings are stored, and a flag changes them): a queued URL now outside
+// is recorded out-of-scope, never fetched and never silently dropped.
+// Seeds are in scope by being given. When the host's rules are unknown or
+// expired, the lease is used to fetch robots.txt instead, through the same
+// breaker and politeness.
 func (e *Engine) authorise(x *exchange) (disposition, bool) {
+	it := x.lease.Item
+	if (it.Depth > 0 || it.Redirects > 0) && !e.scope.allows(it.URL, it.Host, it.Depth) {
+		return failed(&storage.Result{ErrorClass: "out-of-scope",
+			Error: "outside the crawl's scope, narrowed since the URL was queued"}), true
+	}
 	now := e.opts.Now()
 	rules, fetchRules := e.robotsFor(x.lease.Item.Host, x.host, now)
 	switch {

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"breakwater/demosite"
+)
+
+// oddPage matches the demo site's odd pages, "/p/1", "/p/3"...
+const oddPage = `/p/[0-9]*[13579]$`
+
+// requested lists the request targets a host got, robots.txt aside.
+func requested(h *demosite.Host) []string {
+	var out []string
+	for _, r := range h.Requests() {
+		if r.RequestURI != "/robots.txt" {
+			out = append(out, r.RequestURI)
+		}
+	}
+	return out
+}
+
+// The issue's case: a first run with --exclude and --max-pages, then the
+// README's resume with no flags at all. The resume keeps the exclusion
+// (and --allow-private, which the site needs), and --max-pages, a limit of
+// one run, is not kept.
+func TestResumeKeepsTheCrawlsSettings(t *testing.T) {
+	site := startSite(t, 1, 12)
+	db := tempDB(t)
+	mustRun(t, exitWorkLeft, crawlArgs(db, "--exclude", oddPage, "--max-pages", "2", "--workers", "1", site.Roots()[0])...)
+	mustRun(t, exitOK, "crawl", "--db", db, "--log-format", "text", "--log-level", "warn")
+
+	odd := regexp.MustCompile(oddPage)
+	got := requested(site.Hosts()[0])
+	for _, uri := range got {
+		if odd.MatchString(uri) {
+			t.Errorf("excluded page %s was fetched on resume", uri)
+		}
+	}
+	if len(got) != 6 { // "/" and the even pages 2..10
+		t.Errorf("requests %v, want the 6 pages not excluded, each once", got)
+	}
+
+	st := mustRun(t, exitOK, "status", "--db", db, "--json")
+	var status struct {
+		Settings map[string]json.RawMessage `json:"settings"`
+	}
+	if err := json.Unmarshal([]byte(st.stdout), &status); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, st.stdout)
+	}
+	if got := string(status.Settings["exclude"]); !strings.Contains(got, "13579") {
+		t.Errorf("status settings exclude = %s, want the stored pattern", got)
+	}
+	if _, ok := status.Settings["max-pages"]; ok {
+		t.Errorf("status settings hold max-pages, a limit of one run: %v", status.Settings)
+	}
+}
+
+// A flag given on a later run changes the stored setting, logs the change,
+// and URLs queued before that the narrowed scope excludes are recorded
+// out-of-scope, not fetched and not dropped.
+func TestNarrowedScopeRecordsQueuedURLsOutOfScope(t *testing.T) {
+	site := startSite(t, 1, 12)
+	db := tempDB(t)
+	// One worker, one page: the root is fetched and all its links queued.
+	mustRun(t, exitWorkLeft, crawlArgs(db, "--max-pages", "1", "--workers", "1", site.Roots()[0])...)
+	r := mustRun(t, exitOK, "crawl", "--db", db, "--exclude", oddPage, "--log-format", "text", "--log-level", "info")
+	if !strings.Contains(r.stderr, "crawl setting changed") || !strings.Contains(r.stderr, "setting=exclude") {
+		t.Errorf("the run does not log the exclude change:\n%s", r.stderr)
+	}
+	odd := regexp.MustCompile(oddPage)
+	for _, uri := range requested(site.Hosts()[0]) {
+		if odd.MatchString(uri) {
+			t.Errorf("excluded page %s was fetched", uri)
+		}
+	}
+	outOfScope := 0
+	for _, row := range export(t, db) {
+		u := row["url"].(string)
+		switch {
+		case odd.MatchString(u) && row["error_class"] == "out-of-scope":
+			outOfScope++
+		case odd.MatchString(u):
+			t.Errorf("%s recorded %v, want out-of-scope", u, row["error_class"])
+		}
+	}
+	if outOfScope == 0 {
+		t.Errorf("no URL recorded out-of-scope")
+	}
+}
+
+// Secret header values are stored but shown masked.
+func TestStatusMasksSecretHeaders(t *testing.T) {
+	site := startSite(t, 1, 2)
+	db := tempDB(t)
+	mustRun(t, exitOK, crawlArgs(db, "--header", "Authorization: Bearer s3cr3t-token-value",
+		"--header", "X-Team: crawlers", site.Roots()[0])...)
+	st := mustRun(t, exitOK, "status", "--db", db)
+	if strings.Contains(st.stdout, "s3cr3t") {
+		t.Errorf("status shows the secret header value:\n%s", st.stdout)
+	}
+	if !strings.Contains(st.stdout, "X-Team: crawlers") || !strings.Contains(st.stdout, "Authorization: Bea") {
+		t.Errorf("status should show the headers, the secret one masked:\n%s", st.stdout)
+	}
+}
+
+// Exit codes tell cron what happened.
+func TestExitCodes(t *testing.T) {
+	site := startSite(t, 1, 3)
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.txt")
+	writeFile(t, empty, "# nothing here\n\n")
+	closed := "http://127.0.0.1:1/" // nothing listens on port 1
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string // a fragment of the message
+	}{
+		{"every seed blocked by the address guard", []string{"crawl", "--db", filepath.Join(dir, "b.db"), site.Roots()[0]},
+			exitUsage, "--allow-private"},
+		{"an empty seeds file", []string{"crawl", "--db", filepath.Join(dir, "e.db"), "--seeds", empty}, exitUsage, "no seed URLs"},
+		{"an empty --db", []string{"crawl", "--db", "", site.Roots()[0]}, exitUsage, "--db"},
+		{"a seed that is not a URL", []string{"crawl", "--db", filepath.Join(dir, "n.db"), "not a url"}, exitUsage, "contains a space"},
+		{"a seed of another scheme", []string{"crawl", "--db", filepath.Join(dir, "f.db"), "ftp://example.com/"}, exitUsage, `"ftp" is not http or https`},
+		{"every seed unreachable", crawlArgs(filepath.Join(dir, "u.db"), "--retries", "0", closed), exitFailed, "every seed failed"},
+		{"success", crawlArgs(filepath.Join(dir, "ok.db"), site.Roots()[0]), exitOK, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := mustRun(t, tc.code, tc.args...)
+			if !strings.Contains(r.stderr, tc.stderr) {
+				t.Errorf("stderr does not say %q:\n%s", tc.stderr, r)
+			}
+			if tc.code == exitUsage {
+				if matches, _ := filepath.Glob(filepath.Join(dir, "[bnef].db")); len(matches) > 0 {
+					t.Errorf("a refused run left %v behind", matches)
+				}
+			}
+		})
+	}
+}
+
+// More failures than --fail-ratio allows: exit 4, and the last line says why.
+func TestFailRatio(t *testing.T) {
+	// The refusal names another crawler: a plain 403, a permanent failure.
+	specs := []demosite.HostSpec{{Name: "ok", Pages: 4},
+		{Name: "forbidden", Pages: 4, Behavior: demosite.Refusing, RefuseToken: "othercrawler"}}
+	site, err := demosite.Start(specs, demosite.SiteOptions{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { site.Close() })
+	db := tempDB(t)
+	r := mustRun(t, exitFailed, crawlArgs(db, "--fail-ratio", "0.2", "--scope", "any", site.Roots()[0], site.Roots()[1])...)
+	if !strings.Contains(r.stderr, "--fail-ratio 0.2") {
+		t.Errorf("stderr should name --fail-ratio:\n%s", r)
+	}
+	if !strings.Contains(r.stdout, "no URL left to fetch") {
+		t.Errorf("the last line should say why the run ended:\n%s", r.stdout)
+	}
+}
+
+// --seeds - reads standard input once; a seed without a scheme is read as
+// http:// and said so.
+func TestSeedsFromStandardInput(t *testing.T) {
+	site := startSite(t, 1, 3)
+	db := tempDB(t)
+	bin := buildBinary(t)
+	schemeless := strings.TrimPrefix(site.Roots()[0], "http://")
+	cmd := exec.Command(bin, crawlArgs(db, "--seeds", "-", "--log-level", "info")...)
+	cmd.Stdin = strings.NewReader("  " + schemeless + "  \n# a comment\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("crawl --seeds -: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "read as http://") {
+		t.Errorf("the schemeless seed is not said to be read as http://:\n%s", out)
+	}
+	if n := len(requested(site.Hosts()[0])); n != 3 {
+		t.Errorf("%d pages requested, want 3", n)
+	}
+	left, _ := filepath.Glob(filepath.Join(filepath.Dir(db), ".breakwater-seeds-*"))
+	if len(left) > 0 {
+		t.Errorf("the copy of standard input was left behind: %v", left)
+	}
+}

@@ -1,0 +1,214 @@
+package crawl
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"regexp"
+	"slices"
+	"time"
+
+	"breakwater/control"
+	"breakwater/storage"
+)
+
+// Settings is the stored form of a crawl's own settings: the first run
+// stores them in the file and every later run uses them unless its flags
+// say otherwise. The JSON keys are the flags' names, so a change can be
+// logged, and shown by `status`, under the name the user typed. Limits of
+// one run (--max-duration, --max-pages, --retry-failed) and the machine's
+// own resources (--workers) are not settings of the crawl.
+type Settings struct {
+	// SeedHosts are the hosts of every seed ever given: the crawl's scope
+	// when Scope is ScopeSeeds or ScopeDomain.
+	SeedHosts []string `json:"seed_hosts,omitempty"`
+
+	Scope            string   `json:"scope"`
+	Include          []string `json:"include"`
+	Exclude          []string `json:"exclude"`
+	MaxDepth         int      `json:"max-depth"`
+	UserAgent        string   `json:"user-agent"`
+	Header           []string `json:"header"`
+	Cookies          string   `json:"cookies"`
+	Proxy            string   `json:"proxy"`
+	Delay            Duration `json:"delay"`
+	HostConcurrency  int      `json:"host-concurrency"`
+	Timeout          Duration `json:"timeout"`
+	ConnectTimeout   Duration `json:"connect-timeout"`
+	MaxBody          int64    `json:"max-body"`
+	AllowPrivate     bool     `json:"allow-private"`
+	Breaker          bool     `json:"breaker"`
+	BreakerThreshold int      `json:"breaker-threshold"`
+	BreakerRest      Duration `json:"breaker-rest"`
+	BreakerRestMax   Duration `json:"breaker-rest-max"`
+	BreakerProbes    int      `json:"breaker-probes"`
+	GiveUpAfter      Duration `json:"give-up-after"`
+	Retries          int      `json:"retries"`
+	RetryBase        Duration `json:"retry-base"`
+	RetryMax         Duration `json:"retry-max"`
+	RetryBudget      float64  `json:"retry-budget"`
+}
+
+// Duration is a time.Duration stored as its text ("1m30s"), readable in
+// `status --json` and in the file.
+type Duration time.Duration
+
+// MarshalJSON writes d as a string such as "1m30s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	*d = Duration(v)
+	return err
+}
+
+// SettingsOf returns o's crawl settings (SeedHosts aside).
+func SettingsOf(o Options) Settings {
+	return Settings{Scope: o.Scope, Include: patterns(o.Include), Exclude: patterns(o.Exclude),
+		MaxDepth: o.MaxDepth, UserAgent: o.UserAgent, Header: o.Header, Cookies: o.Cookies, Proxy: o.Proxy,
+		Delay: Duration(o.Delay), HostConcurrency: o.HostConcurrency, Timeout: Duration(o.Timeout),
+		ConnectTimeout: Duration(o.ConnectTimeout), MaxBody: o.MaxBody, AllowPrivate: o.AllowPrivate,
+		Breaker: o.BreakerEnabled, BreakerThreshold: o.Breaker.Threshold, BreakerRest: Duration(o.Breaker.Rest),
+		BreakerRestMax: Duration(o.Breaker.RestMax), BreakerProbes: o.Breaker.Probes,
+		GiveUpAfter: Duration(o.GiveUpAfter), Retries: o.Retries, RetryBase: Duration(o.RetryBase),
+		RetryMax: Duration(o.RetryMax), RetryBudget: o.RetryBudget}
+}
+
+// applyTo sets o's crawl settings to s.
+func (s Settings) applyTo(o *Options) error {
+	var err error
+	if o.Include, err = compilePatterns("include", s.Include); err != nil {
+		return err
+	}
+	if o.Exclude, err = compilePatterns("exclude", s.Exclude); err != nil {
+		return err
+	}
+	o.Scope, o.MaxDepth, o.UserAgent, o.Header, o.Cookies, o.Proxy = s.Scope, s.MaxDepth, s.UserAgent, s.Header, s.Cookies, s.Proxy
+	o.Delay, o.HostConcurrency = time.Duration(s.Delay), s.HostConcurrency
+	o.Timeout, o.ConnectTimeout = time.Duration(s.Timeout), time.Duration(s.ConnectTimeout)
+	o.MaxBody, o.AllowPrivate = s.MaxBody, s.AllowPrivate
+	o.BreakerEnabled, o.Breaker.Threshold, o.Breaker.Probes = s.Breaker, s.BreakerThreshold, s.BreakerProbes
+	o.Breaker.Rest, o.Breaker.RestMax = time.Duration(s.BreakerRest), time.Duration(s.BreakerRestMax)
+	o.GiveUpAfter, o.Retries = time.Duration(s.GiveUpAfter), s.Retries
+	o.RetryBase, o.RetryMax, o.RetryBudget = time.Duration(s.RetryBase), time.Duration(s.RetryMax), s.RetryBudget
+	return nil
+}
+
+func patterns(res []*regexp.Regexp) []string {
+	out := []string{}
+	for _, re := range res {
+		out = append(out, re.String())
+	}
+	return out
+}
+
+func compilePatterns(flag string, exprs []string) ([]*regexp.Regexp, error) {
+	var out []*regexp.Regexp
+	for _, x := range exprs {
+		re, err := regexp.Compile(x)
+		if err != nil {
+			return nil, fmt.Errorf("stored --%s %q: %w", flag, x, err)
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
+// SettingChange is one stored setting a run's flag changed.
+type SettingChange struct {
+	Flag     string
+	Old, New json.RawMessage
+}
+
+// ResolveSettings merges the settings stored in db with opts. A setting
+// whose flag was given (given(flag) is true) comes from opts and replaces
+// the stored one from now on; every other setting the file has comes from
+// the file. Settings the file does not have yet (a new crawl, or a file
+// older than them) come from opts. It returns the options in force, the
+// stored settings the flags changed, and store, which writes the merged
+// settings to the file: call it once the run is sure to start, so that a
+// run refused for bad input changes nothing.
+func ResolveSettings(db *storage.DB, opts Options, given func(flag string) bool) (Options, []SettingChange, func() error, error) {
+	stored, err := db.Settings()
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return opts, nil, nil, fmt.Errorf("read stored crawl settings: %w", err)
+	}
+	merged, changes, err := mergeSettings(stored, SettingsOf(opts), given)
+	if err != nil {
+		return opts, nil, nil, err
+	}
+	if err := merged.applyTo(&opts); err != nil {
+		return opts, nil, nil, err
+	}
+	if err := opts.Validate(); err != nil {
+		return opts, nil, nil, fmt.Errorf("the crawl's settings, stored and given: %w", err)
+	}
+	store := func() error {
+		// The seed hosts may have grown since: New records them.
+		if now, err := db.Settings(); err == nil {
+			var cur Settings
+			if json.Unmarshal(now, &cur) == nil {
+				merged.SeedHosts = cur.SeedHosts
+			}
+		}
+		data, _ := json.Marshal(&merged)
+		if err := db.PutSettings(data); err != nil {
+			return fmt.Errorf("store crawl settings: %w", err)
+		}
+		return nil
+	}
+	return opts, changes, store, nil
+}
+
+// mergeSettings merges key by key, the keys being the flags' names.
+func mergeSettings(stored []byte, current Settings, given func(string) bool) (Settings, []SettingChange, error) {
+	old := map[string]json.RawMessage{}
+	if len(stored) > 0 {
+		if err := json.Unmarshal(stored, &old); err != nil {
+			return Settings{}, nil, fmt.Errorf("read stored crawl settings: %w", err)
+		}
+	}
+	cur := map[string]json.RawMessage{}
+	data, _ := json.Marshal(&current)
+	json.Unmarshal(data, &cur)
+	merged := map[string]json.RawMessage{}
+	var changes []SettingChange
+	for _, k := range slices.Sorted(maps.Keys(cur)) {
+		v := cur[k]
+		ov, was := old[k]
+		switch {
+		case was && !given(k):
+			merged[k] = ov
+		case was && !bytes.Equal(ov, v):
+			changes = append(changes, SettingChange{Flag: k, Old: ov, New: v})
+			merged[k] = v
+		default:
+			merged[k] = v
+		}
+	}
+	if hosts, ok := old["seed_hosts"]; ok {
+		merged["seed_hosts"] = hosts
+	}
+	var out Settings
+	data, _ = json.Marshal(merged)
+	if err := json.Unmarshal(data, &out); err != nil {
+		return Settings{}, nil, fmt.Errorf("read stored crawl settings: %w", err)
+	}
+	return out, changes, nil
+}
+
+// LogSettingChanges logs each change as old -> new, secret values masked.
+func LogSettingChanges(log *slog.Logger, changes []SettingChange) {
+	for _, c := range changes {
+		log.Info("crawl setting changed", "setting", c.Flag,
+			"old", string(control.MaskSetting(c.Flag, c.Old)), "new", string(control.MaskSetting(c.Flag, c.New)))
+	}
+}
