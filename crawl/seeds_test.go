@@ -59,3 +59,38 @@ func FuzzReadSeeds(f *testing.F) {
 		}
 	})
 }
+
+func TestNormalizeSeed(t *testing.T) {
+	for _, tc := range []struct {
+		in, want   string
+		schemeless bool
+		wantErr    string // a fragment; "" means no error
+	}{
+		{in: "http://a.example/", want: "http://a.example/"},
+		{in: "  HTTPS://a.example/x  ", want: "HTTPS://a.example/x"},
+		{in: "example.com/docs", want: "http://example.com/docs", schemeless: true},
+		{in: "localhost:8080/x", want: "http://localhost:8080/x", schemeless: true},
+		{in: "127.0.0.1:8080", want: "http://127.0.0.1:8080", schemeless: true},
+		{in: "//cdn.example/a", want: "http://cdn.example/a", schemeless: true},
+		{in: "not a url", wantErr: "contains a space"},
+		{in: "ftp://example.com/", wantErr: `the scheme "ftp" is not http or https`},
+		{in: "mailto:someone@example.com", wantErr: `the scheme "mailto" is not http or https`},
+		{in: "javascript:alert(1)", wantErr: `the scheme "javascript" is not http or https`},
+		{in: "http://", wantErr: "does not contain a host"},
+		{in: "http://x:99999/", wantErr: "port is outside the range"},
+		{in: "", wantErr: "empty"},
+	} {
+		got, schemeless, err := crawl.NormalizeSeed(tc.in)
+		switch {
+		case tc.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("NormalizeSeed(%q) = %q, %v; want an error saying %q", tc.in, got, err, tc.wantErr)
+			}
+			if err != nil && strings.Contains(err.Error(), "ASCII alpha") {
+				t.Errorf("NormalizeSeed(%q): the parser's wording leaks: %v", tc.in, err)
+			}
+		case err != nil || got != tc.want || schemeless != tc.schemeless:
+			t.Errorf("NormalizeSeed(%q) = %q, %v, %v; want %q, %v", tc.in, got, schemeless, err, tc.want, tc.schemeless)
+		}
+	}
+}
