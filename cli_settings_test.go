@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"breakwater/demosite"
 )
@@ -187,5 +190,35 @@ func TestSeedsFromStandardInput(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(filepath.Dir(db), ".breakwater-seeds-*"))
 	if len(left) > 0 {
 		t.Errorf("the copy of standard input was left behind: %v", left)
+	}
+}
+
+// The README's first example, as written: the demo site served on a port,
+// then a crawl of it with --allow-private (it is on loopback).
+func TestReadmeFirstExample(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan result, 1)
+	go func() { served <- runCLI(t, ctx, "demo", "--serve", addr) }()
+	waitFor(t, 10*time.Second, "the demo site to listen", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	db := tempDB(t)
+	r := mustRun(t, exitOK, "crawl", "--db", db, "--allow-private", "--delay", "0", "--log-level", "warn", "http://"+addr+"/")
+	stop()
+	if s := <-served; s.code != exitOK {
+		t.Errorf("demo --serve: %s", s)
+	}
+	if !strings.Contains(r.stdout, "40 fetched") {
+		t.Errorf("want the first host's 40 pages fetched:\n%s", r)
 	}
 }

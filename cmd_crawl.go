@@ -74,6 +74,8 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	c := &crawlFlags{opts: crawl.DefaultOptions(), cleanup: func() {}}
 	fs := newFlagSet("crawl", "crawl [flags] [SEED_URL...]", stdout)
 	c.addFlags(fs)
+	usage := fs.Usage
+	fs.Usage = func() { usage(); fmt.Fprint(stdout, crawlExitCodes) }
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -89,6 +91,20 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	return crawlInto(ctx, c.db, c.opts, c.given, runPolicy{failRatio: c.failRatio}, stdout)
 }
+
+// crawlExitCodes ends crawl --help: what a cron job can tell from the code.
+const crawlExitCodes = `
+Settings (everything above but --db, --seeds, --workers, --max-duration, --max-pages,
+--retry-failed, --fail-ratio and the log flags) are stored in the file by the first run;
+a later run uses them unless it gives the flag again, which changes them from then on.
+
+Exit codes:
+  0  the frontier is exhausted: nothing left to fetch
+  1  an error
+  2  bad usage (bad flag, seed, header or file; every seed refused by the address guard)
+  3  stopped with work left: run again to resume
+  4  finished but failed: every seed failed, nothing fetched, or above --fail-ratio
+`
 
 // toOptions turns the raw flag values into options and validates them.
 func (c *crawlFlags) toOptions(args []string) error {

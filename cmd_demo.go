@@ -16,6 +16,7 @@ import (
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("demo", "demo [flags]", stdout)
 	dbPath := fs.String("db", "", "database file to crawl into (default: a temporary file, removed afterwards)")
+	serve := fs.String("serve", "", "only serve the demo site, its first host on this loopback address (e.g. 127.0.0.1:8080), until interrupted")
 	var lf logFlags
 	lf.addFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -25,11 +26,19 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	site, err := demosite.Start(demosite.DemoSpecs(), demosite.DemoOptions(1))
+	specs := demosite.DemoSpecs()
+	specs[0].Addr = *serve
+	site, err := demosite.Start(specs, demosite.DemoOptions(1))
 	if err != nil {
-		return fmt.Errorf("start demo site: %w", err)
+		return usagef("demo: start the demo site: %v", err)
 	}
 	defer site.Close()
+	if *serve != "" {
+		fmt.Fprintf(stdout, "demo site: %d hosts on loopback; %s is %s. Ctrl-C stops it.\n",
+			len(site.Roots()), specs[0].Name, site.Roots()[0])
+		<-ctx.Done()
+		return nil
+	}
 	keep := *dbPath != ""
 	if !keep {
 		dir, err := os.MkdirTemp("", "breakwater-demo-")

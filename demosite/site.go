@@ -9,6 +9,7 @@ import (
 	"log"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"net/http"
 	"strconv"
 	"strings"
@@ -41,6 +42,9 @@ type HostSpec struct {
 	// PrivatePage makes "/" link to PrivatePath, a page Robots is expected to
 	// disallow. It is not listed by Site.URLs.
 	PrivatePage bool
+	// Addr is the address the host listens on; empty means a free port on
+	// 127.0.0.1. It must be a loopback address: the site is for tests.
+	Addr string
 }
 
 // PrivatePath is the path of a host's private page (see HostSpec.PrivatePage).
@@ -144,7 +148,14 @@ func (s *Site) addHost(i int, spec HostSpec) (*Host, error) {
 	if _, dup := s.byName[spec.Name]; dup {
 		return nil, fmt.Errorf("host %q: duplicate name", spec.Name)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := spec.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	if ap, err := netip.ParseAddrPort(addr); err != nil || !ap.Addr().IsLoopback() {
+		return nil, fmt.Errorf("host %q: address %q: want a loopback ip:port", spec.Name, addr)
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("host %q: listen: %w", spec.Name, err)
 	}
