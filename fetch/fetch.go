@@ -31,6 +31,11 @@ const maxResponseHeaderBytes = 1 << 20
 type Options struct {
 	// UserAgent is sent on every request; "" means DefaultUserAgent.
 	UserAgent string
+	// Header is sent on every request, after UserAgent (a User-Agent here
+	// replaces it on the wire, though robots.txt is still matched against
+	// UserAgent); a Request's own Header wins over it. New copies it and
+	// drops the names ParseHeader refuses. Nil sends no extra headers.
+	Header http.Header
 	// Timeout bounds the whole request, body included; 0 means DefaultTimeout.
 	Timeout time.Duration
 	// ConnectTimeout bounds the TCP connect and, separately, the TLS
@@ -65,6 +70,7 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
+	o.Header = extraHeaders(o.Header)
 	if o.UserAgent == "" {
 		o.UserAgent = DefaultUserAgent
 	}
@@ -185,6 +191,9 @@ func (f *Fetcher) Fetch(ctx context.Context, in Request) *Response {
 		return r
 	}
 	req.Header.Set("User-Agent", f.opts.UserAgent)
+	for name, values := range f.opts.Header { // canonical names, see extraHeaders
+		req.Header[name] = values
+	}
 	for name, values := range in.Header {
 		req.Header[http.CanonicalHeaderKey(name)] = values
 	}
