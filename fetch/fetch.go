@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"slices"
 	"time"
 
@@ -36,6 +37,11 @@ type Options struct {
 	// UserAgent); a Request's own Header wins over it. New copies it and
 	// drops the names ParseHeader refuses. Nil sends no extra headers.
 	Header http.Header
+	// Jar, if set, supplies the cookies each request carries and keeps the
+	// cookies responses set, redirects included, for as long as it lives
+	// (a cookiejar.Jar is memory only); see LoadCookies and NewJar. Nil
+	// means cookies are neither sent nor kept.
+	Jar http.CookieJar
 	// Timeout bounds the whole request, body included; 0 means DefaultTimeout.
 	Timeout time.Duration
 	// ConnectTimeout bounds the TCP connect and, separately, the TLS
@@ -71,6 +77,9 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	o.Header = extraHeaders(o.Header)
+	if j, ok := o.Jar.(*cookiejar.Jar); ok && j == nil {
+		o.Jar = nil // a nil *Jar in the interface would panic on first use
+	}
 	if o.UserAgent == "" {
 		o.UserAgent = DefaultUserAgent
 	}
@@ -158,6 +167,7 @@ func New(o Options) *Fetcher {
 		client: &http.Client{
 			Transport:     tr,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+			Jar:           o.Jar, // the client stores a 3xx's cookies before CheckRedirect
 		},
 	}
 }
