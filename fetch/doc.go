@@ -41,7 +41,9 @@
 //     target instead, and CloseHost ends them (the transport then drops the
 //     connection each was using and no other). Refuse is also asked before
 //     each proxied request, so a refused host's request never reaches the
-//     proxy. MaxConnsPerHost is not applied behind an HTTP proxy.
+//     proxy. MaxConnsPerHost is not applied behind an HTTP proxy, and an
+//     https:// proxy is offered HTTP/1.1 only (its TLS is done in the dial:
+//     the transport would offer it h2, then speak HTTP/1.1).
 //   - The route is fixed per target: one proxy, or the environment's fixed
 //     choice for the target (net/http's reading of HTTPS_PROXY, HTTP_PROXY
 //     and NO_PROXY, taken when ParseProxy("env") is called; loopback

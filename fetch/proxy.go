@@ -12,7 +12,8 @@ import (
 
 // Proxy is where a Fetcher's requests leave through, when not directly:
 // one HTTP, HTTPS or SOCKS5 proxy, or the proxies the environment names.
-// ParseProxy makes one; a Proxy is immutable and safe to share.
+// ParseProxy makes one; a Proxy is immutable and safe to share. The zero
+// Proxy sends every request direct, through the router all the same.
 type Proxy struct {
 	url *url.URL                         // the one proxy; nil for env
 	env func(*url.URL) (*url.URL, error) // the environment's proxy for a target, nil for none
@@ -43,10 +44,13 @@ func ParseProxy(s string) (*Proxy, error) {
 
 // String is the proxy URL with its password hidden, or "env".
 func (p *Proxy) String() string {
-	if p.url == nil {
+	switch {
+	case p.url != nil:
+		return p.url.Redacted()
+	case p.env != nil:
 		return "env"
 	}
-	return p.url.Redacted()
+	return "direct"
 }
 
 // isSOCKS reports whether p is one SOCKS5 proxy, dialled by the fetcher

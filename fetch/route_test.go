@@ -601,3 +601,20 @@ func sameCookies(a, b string) bool {
 	}
 	return slices.Equal(split(a), split(b))
 }
+
+// The zero Proxy goes direct, through the dial guard and tracking.
+func TestZeroProxyIsDirect(t *testing.T) {
+	t.Parallel()
+	site := newBackend(t, false)
+	o := testOptions()
+	o.Proxy = &Proxy{}
+	f := newTestFetcher(t, o)
+	wantOK(t, f.Get(context.Background(), "http://"+site.addr+"/"), "HTTP/1.1")
+	if n := f.conns.closeHost(site.addr); n != 1 || o.Proxy.String() != "direct" {
+		t.Errorf("CloseHost closed %d, String %q; want 1, direct", n, o.Proxy.String())
+	}
+	o.AllowPrivate = false
+	if r := newTestFetcher(t, o).Get(context.Background(), "http://"+site.addr+"/"); !errors.Is(r.Err, ErrBlockedAddress) {
+		t.Errorf("err = %v, want ErrBlockedAddress", r.Err)
+	}
+}
