@@ -413,7 +413,7 @@ func TestRefuseUnderProxy(t *testing.T) {
 	site, tlsSite := newBackend(t, false), newBackend(t, true)
 	ups := upstream(map[string]string{"down.example.com:80": site.addr, "down.example.com:443": tlsSite.addr,
 		"www.example.com:80": site.addr, "www.example.com:443": tlsSite.addr})
-	testDNSHosts := func(host string) bool { return host == "down.example.com" }
+	refuseDown := func(host string) bool { return host == "down.example.com" }
 	for _, tt := range []struct {
 		name, scheme string
 		socks        bool
@@ -433,7 +433,7 @@ func TestRefuseUnderProxy(t *testing.T) {
 				px, proxyURL = h, h.URL
 			}
 			o := testOptions()
-			o.Refuse = testDNSHosts
+			o.Refuse = refuseDown
 			f := proxiedFetcher(t, o, proxyURL)
 			trustTLS(f, tlsSite.srv)
 			if r := f.Get(context.Background(), tt.scheme+"://down.example.com/"); !errors.Is(r.Err, ErrHostRefused) {
