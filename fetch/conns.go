@@ -13,16 +13,27 @@ import (
 // port they were dialled for, so that one host's can be closed: net/http
 // closes idle connections only all at once, and with a pool sized for
 // hundreds of hosts that is hundreds of redials for one host's sake.
+// Behind an HTTP proxy it also holds the requests to each host that share
+// the proxy's connections with other hosts (see route), for closeHost to
+// end.
 type connTracker struct {
 	mu     sync.Mutex
-	byHost map[string]map[*trackedConn]struct{} // by lower-case host name
+	byHost map[string]map[tracked]struct{} // by lower-case host name
 	// refuse, if set, is asked about every new connection once it is
 	// tracked: a connection to a refused host is closed and its dial fails.
 	refuse func(host, port string) bool
 }
 
+// tracked is what closeHost can end for a host: a connection, or a
+// request through a connection other hosts share.
+type tracked interface {
+	hostPort() (host, port string) // lower-case host, as dialled or requested
+	Close() error
+}
+
 // ErrHostRefused fails a dial that completed for a host the fetcher no
-// longer talks to (its circuit is open).
+// longer talks to (its circuit is open), a request to such a host through
+// a proxy, and a proxied request CloseHost ended.
 var ErrHostRefused = errors.New("host refused by its circuit breaker")
 
 // trackedConn leaves its tracker when closed, whoever closes it.
@@ -32,6 +43,8 @@ type trackedConn struct {
 	host, port string
 	once       sync.Once
 }
+
+func (c *trackedConn) hostPort() (string, string) { return c.host, c.port }
 
 func (c *trackedConn) Close() error {
 	c.once.Do(func() { c.tracker.forget(c) })
@@ -51,52 +64,65 @@ func (t *connTracker) wrap(dial dialFunc) dialFunc {
 		if err != nil { // the transport always dials host:port
 			return c, nil
 		}
-		tc := &trackedConn{Conn: c, tracker: t, host: strings.ToLower(host), port: port}
-		t.add(tc)
-		// Asked after the connection is tracked: a closeHost from now on
-		// closes it, and one that came before it shows as a refusal here.
-		if t.refuse != nil && t.refuse(tc.host, port) {
-			tc.Close()
-			return nil, fmt.Errorf("dial %s: %w", addr, ErrHostRefused)
-		}
-		return tc, nil
+		return t.track(c, host, port, true)
 	}
 }
 
-func (t *connTracker) add(c *trackedConn) {
+// track tracks c under host and port. If ask is set and Refuse refuses
+// the host, c is closed and the error wraps ErrHostRefused.
+func (t *connTracker) track(c net.Conn, host, port string, ask bool) (net.Conn, error) {
+	tc := &trackedConn{Conn: c, tracker: t, host: strings.ToLower(host), port: port}
+	t.add(tc)
+	// Asked after the connection is tracked: a closeHost from now on
+	// closes it, and one that came before it shows as a refusal here.
+	if ask && t.refused(tc.host, port) {
+		tc.Close()
+		return nil, fmt.Errorf("dial %s: %w", net.JoinHostPort(host, port), ErrHostRefused)
+	}
+	return tc, nil
+}
+
+// refused reports whether Refuse refuses host (lower-case) and port.
+func (t *connTracker) refused(host, port string) bool {
+	return t.refuse != nil && t.refuse(host, port)
+}
+
+func (t *connTracker) add(c tracked) {
+	host, _ := c.hostPort()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.byHost == nil {
-		t.byHost = make(map[string]map[*trackedConn]struct{})
+		t.byHost = make(map[string]map[tracked]struct{})
 	}
-	set := t.byHost[c.host]
+	set := t.byHost[host]
 	if set == nil {
-		set = make(map[*trackedConn]struct{})
-		t.byHost[c.host] = set
+		set = make(map[tracked]struct{})
+		t.byHost[host] = set
 	}
 	set[c] = struct{}{}
 }
 
-func (t *connTracker) forget(c *trackedConn) {
+func (t *connTracker) forget(c tracked) {
+	host, _ := c.hostPort()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if set := t.byHost[c.host]; set != nil {
+	if set := t.byHost[host]; set != nil {
 		delete(set, c)
 		if len(set) == 0 {
-			delete(t.byHost, c.host)
+			delete(t.byHost, host)
 		}
 	}
 }
 
 // closeHost closes every connection dialled for hostKey, a frontier host
-// key: "host:port", or a bare host for the default ports 80 and 443. It
-// returns how many it closed.
+// key: "host:port", or a bare host for the default ports 80 and 443, and
+// ends its tracked requests. It returns how many it closed.
 func (t *connTracker) closeHost(hostKey string) int {
 	host, port := splitHostKey(hostKey)
-	var doomed []*trackedConn
+	var doomed []tracked
 	t.mu.Lock()
 	for c := range t.byHost[host] {
-		if port == c.port || port == "" && isDefaultPort(c.port) {
+		if _, p := c.hostPort(); port == p || port == "" && isDefaultPort(p) {
 			doomed = append(doomed, c)
 		}
 	}
@@ -107,7 +133,7 @@ func (t *connTracker) closeHost(hostKey string) int {
 	return len(doomed)
 }
 
-// open counts the tracked connections.
+// open counts the tracked connections and requests.
 func (t *connTracker) open() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()

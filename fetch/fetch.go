@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"slices"
 	"time"
 
@@ -31,6 +32,16 @@ const maxResponseHeaderBytes = 1 << 20
 type Options struct {
 	// UserAgent is sent on every request; "" means DefaultUserAgent.
 	UserAgent string
+	// Header is sent on every request, after UserAgent (a User-Agent here
+	// replaces it on the wire, though robots.txt is still matched against
+	// UserAgent); a Request's own Header wins over it. New copies it and
+	// drops the names ParseHeader refuses. Nil sends no extra headers.
+	Header http.Header
+	// Jar, if set, supplies the cookies each request carries and keeps the
+	// cookies responses set, redirects included, for as long as it lives
+	// (a cookiejar.Jar is memory only); see LoadCookies and NewJar. Nil
+	// means cookies are neither sent nor kept.
+	Jar http.CookieJar
 	// Timeout bounds the whole request, body included; 0 means DefaultTimeout.
 	Timeout time.Duration
 	// ConnectTimeout bounds the TCP connect and, separately, the TLS
@@ -40,10 +51,19 @@ type Options struct {
 	// 0 or less means DefaultMaxBody.
 	MaxBody int64
 	// AllowPrivate permits loopback, private and link-local addresses
-	// (tests, intranet crawls). Off, such dials fail with ErrBlockedAddress.
+	// (tests, intranet crawls). Off, such dials fail with ErrBlockedAddress,
+	// and so do requests through a Proxy to such a target.
 	AllowPrivate bool
+	// Proxy, if set, is where requests leave through (see ParseProxy and
+	// doc.go, Proxies). The target is then checked against AllowPrivate
+	// here, before the proxy is asked, and a target name must resolve here
+	// for that; the proxy's own address is allowed even when private.
+	// Nil means every request is direct, whatever the environment says.
+	Proxy *Proxy
 	// MaxConnsPerHost caps connections per host:port; 0 means no cap (the
-	// politeness layer already bounds concurrency per host).
+	// politeness layer already bounds concurrency per host). It is not
+	// applied behind an HTTP proxy, whose connections the transport counts
+	// as one host's.
 	MaxConnsPerHost int
 	// IdleConns caps the idle connections kept for reuse, all hosts
 	// together; 0 means DefaultIdleConns. The scheduler takes each
@@ -65,6 +85,10 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
+	o.Header = extraHeaders(o.Header)
+	if j, ok := o.Jar.(*cookiejar.Jar); ok && j == nil {
+		o.Jar = nil // a nil *Jar in the interface would panic on first use
+	}
 	if o.UserAgent == "" {
 		o.UserAgent = DefaultUserAgent
 	}
@@ -120,6 +144,7 @@ type Fetcher struct {
 	transport *http.Transport
 	client    *http.Client
 	conns     *connTracker
+	router    *router // nil without a Proxy
 }
 
 // New returns a Fetcher with its own connection pool.
@@ -131,9 +156,10 @@ func New(o Options) *Fetcher {
 			return slices.ContainsFunc(hostKeysFor(host, port), o.Refuse)
 		}
 	}
+	direct := conns.wrap(NewSafeDialer(o.ConnectTimeout, o.AllowPrivate).DialContext)
 	tr := &http.Transport{
-		Proxy:                  nil, // a proxy would make the dial-time address check meaningless
-		DialContext:            conns.wrap(NewSafeDialer(o.ConnectTimeout, o.AllowPrivate).DialContext),
+		Proxy:                  nil, // not the environment's: a Proxy goes through the router
+		DialContext:            direct,
 		ForceAttemptHTTP2:      true,
 		MaxIdleConns:           o.IdleConns,
 		MaxIdleConnsPerHost:    idleConnsPerHost(o.MaxConnsPerHost),
@@ -145,13 +171,20 @@ func New(o Options) *Fetcher {
 		// Accept-Encoding is left to the transport: it then decodes gzip
 		// itself, and the body cap applies to the decoded bytes.
 	}
+	var rt *router
+	if o.Proxy != nil {
+		rt = newRouter(o, conns, direct)
+		rt.install(tr, o.UserAgent)
+	}
 	return &Fetcher{
 		opts:      o,
 		transport: tr,
 		conns:     conns,
+		router:    rt,
 		client: &http.Client{
 			Transport:     tr,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+			Jar:           o.Jar, // the client stores a 3xx's cookies before CheckRedirect
 		},
 	}
 }
@@ -185,8 +218,16 @@ func (f *Fetcher) Fetch(ctx context.Context, in Request) *Response {
 		return r
 	}
 	req.Header.Set("User-Agent", f.opts.UserAgent)
+	for name, values := range f.opts.Header { // canonical names, see extraHeaders
+		req.Header[name] = values
+	}
 	for name, values := range in.Header {
 		req.Header[http.CanonicalHeaderKey(name)] = values
+	}
+	if f.router != nil {
+		var rt *route
+		req, rt = f.router.begin(req)
+		defer f.router.end(rt) // after the body is read
 	}
 	resp, err := f.client.Do(req)
 	if err != nil {
@@ -213,7 +254,9 @@ func (f *Fetcher) CloseIdle() { f.transport.CloseIdleConnections() }
 // in use, and leaves other hosts' connections in the pool. It is for a host
 // whose circuit has just opened: no request to it may start, and those in
 // flight have been cut short. A connection still being dialled is Refuse's
-// to close.
+// to close. Behind an HTTP proxy, the host's tunnels are its connections;
+// its http requests share the proxy's connections with other hosts, so
+// those requests are ended instead, with an error wrapping ErrHostRefused.
 func (f *Fetcher) CloseHost(host string) { f.conns.closeHost(host) }
 
 // Close releases idle connections. In-flight fetches are not interrupted.

@@ -124,7 +124,7 @@ func TestSafeDialerAllowPrivate(t *testing.T) {
 	c.Close()
 }
 
-func listenLoopback(t *testing.T) net.Listener {
+func listenLoopback(t testing.TB) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

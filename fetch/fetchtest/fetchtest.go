@@ -1,6 +1,8 @@
 // Package fetchtest has the hostile loopback servers that the fetcher's
 // tests and the classifier's tests both need: behaviour net/http's own
-// server will not produce (resets, silence, broken framing).
+// server will not produce (resets, silence, broken framing); and a forward
+// HTTP proxy and a SOCKS5 proxy on loopback, for tests of crawls through
+// a proxy.
 package fetchtest
 
 import (
