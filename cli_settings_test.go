@@ -3,15 +3,21 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"breakwater/demosite"
+	"breakwater/fetch/fetchtest"
 )
 
 // oddPage matches the demo site's odd pages, "/p/1", "/p/3"...
@@ -220,5 +226,91 @@ func TestReadmeFirstExample(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, "40 fetched") {
 		t.Errorf("want the first host's 40 pages fetched:\n%s", r)
+	}
+}
+
+// A crawl through --proxy: every request goes through the proxy, the
+// setting is stored and a resume keeps using it.
+func TestCrawlThroughProxy(t *testing.T) {
+	site := startSite(t, 1, 4)
+	proxy := fetchtest.NewHTTPProxy(t, fetchtest.ProxyOptions{User: "u", Password: "p4ss"})
+	db := tempDB(t)
+	proxyURL := "http://u:p4ss@" + proxy.Addr
+	mustRun(t, exitOK, crawlArgs(db, "--proxy", proxyURL, site.Roots()[0])...)
+	forwarded := proxy.Forwarded()
+	if len(forwarded) != 5 { // robots.txt and 4 pages
+		t.Errorf("the proxy forwarded %d requests, want 5: %v", len(forwarded), forwarded)
+	}
+	if n := len(requested(site.Hosts()[0])); n != 4 {
+		t.Errorf("the site got %d page requests, want 4", n)
+	}
+	st := mustRun(t, exitOK, "status", "--db", db)
+	if strings.Contains(st.stdout, "p4ss") || !strings.Contains(st.stdout, proxy.Addr) {
+		t.Errorf("status should show the proxy without its password:\n%s", st.stdout)
+	}
+}
+
+// Cookies: a cookies.txt is sent where it matches, a cookie the site sets
+// comes back on later requests, and a malformed file is a usage error
+// naming the line.
+func TestCrawlCookies(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]string{} // path -> Cookie header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.URL.Path] = r.Header.Get("Cookie")
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/":
+			http.SetCookie(w, &http.Cookie{Name: "session", Value: "s1", Path: "/"})
+			fmt.Fprint(w, `<a href="/a">a</a>`)
+		case "/a":
+			fmt.Fprint(w, `<a href="/b">b</a>`)
+		default:
+			fmt.Fprint(w, `done`)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	jar := filepath.Join(dir, "cookies.txt")
+	writeFile(t, jar, "# Netscape HTTP Cookie File\n127.0.0.1\tFALSE\t/\tFALSE\t0\tlogin\tl1\n")
+	mustRun(t, exitOK, crawlArgs(filepath.Join(dir, "c.db"), "--cookies", jar, srv.URL+"/")...)
+	mu.Lock()
+	defer mu.Unlock()
+	if got := seen["/"]; got != "login=l1" {
+		t.Errorf("first request sent Cookie %q, want the loaded login=l1", got)
+	}
+	for _, p := range []string{"/a", "/b"} {
+		if got := seen[p]; !strings.Contains(got, "session=s1") || !strings.Contains(got, "login=l1") {
+			t.Errorf("%s sent Cookie %q, want the site's session and the loaded login", p, got)
+		}
+	}
+	bad := filepath.Join(dir, "bad.txt")
+	writeFile(t, bad, "127.0.0.1\tFALSE\t/\tFALSE\tsoon\tx\ty\n")
+	r := mustRun(t, exitUsage, crawlArgs(filepath.Join(dir, "bad.db"), "--cookies", bad, srv.URL+"/")...)
+	if !strings.Contains(r.stderr, "line 1") {
+		t.Errorf("a malformed cookies file should name its line:\n%s", r)
+	}
+}
+
+// Bad request settings are usage errors that name the input.
+func TestBadRequestSettings(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		flag, value, says string
+	}{
+		{"--header", "NoColon", "no colon"},
+		{"--header", "Host: other.example", "Host"},
+		{"--header", "User-Agent: x", "--user-agent"},
+		{"--proxy", "ftp://127.0.0.1:21", "ftp"},
+		{"--cookies", filepath.Join(dir, "missing.txt"), "missing.txt"},
+	} {
+		r := mustRun(t, exitUsage, crawlArgs(filepath.Join(dir, "x.db"), tc.flag, tc.value, "http://127.0.0.1:1/")...)
+		if !strings.Contains(r.stderr, tc.says) {
+			t.Errorf("%s %q: stderr does not say %q:\n%s", tc.flag, tc.value, tc.says, r)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "x.db")); err == nil {
+			t.Errorf("%s %q left a database file behind", tc.flag, tc.value)
+		}
 	}
 }

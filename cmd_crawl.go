@@ -15,6 +15,7 @@ import (
 
 	"breakwater/control"
 	"breakwater/crawl"
+	"breakwater/fetch"
 	"breakwater/storage"
 )
 
@@ -127,6 +128,16 @@ func (c *crawlFlags) toOptions(args []string) error {
 		}
 	}
 	c.opts.Seeds = append(c.opts.Seeds, args...)
+	if c.opts.Cookies != "" {
+		// Read now, so a bad line is a usage error before anything is made;
+		// stored absolute, so a resume from another directory finds it.
+		if _, err := fetch.LoadCookiesFile(c.opts.Cookies); err != nil {
+			return usagef("--cookies: %v", err)
+		}
+		if abs, err := filepath.Abs(c.opts.Cookies); err == nil {
+			c.opts.Cookies = abs
+		}
+	}
 	if c.seedsFile != "" {
 		path, cleanup, err := readSeedsFlag(c.seedsFile, c.db, c.opts.Logger)
 		if err != nil {

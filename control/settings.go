@@ -3,8 +3,9 @@ package control
 import (
 	"encoding/json"
 	"net/url"
-	"strconv"
 	"strings"
+
+	"breakwater/fetch"
 )
 
 // MaskSetting returns a stored setting's JSON value fit to show: the values
@@ -19,8 +20,8 @@ func MaskSetting(flag string, value json.RawMessage) json.RawMessage {
 		}
 		for i, h := range hs {
 			name, v, ok := strings.Cut(h, ":")
-			if ok && secretHeader(name) {
-				hs[i] = name + ": " + maskValue(strings.TrimSpace(v))
+			if ok && fetch.IsSecretHeader(strings.TrimSpace(name)) {
+				hs[i] = name + ": " + fetch.MaskValue(strings.TrimSpace(v))
 			}
 		}
 		out, _ := json.Marshal(hs)
@@ -52,18 +53,4 @@ func MaskSettings(blob []byte) (map[string]json.RawMessage, error) {
 		m[k] = MaskSetting(k, v)
 	}
 	return m, nil
-}
-
-// secretHeader and maskValue stand in until fetch has them.
-func secretHeader(name string) bool {
-	n := strings.ToLower(strings.TrimSpace(name))
-	return n == "authorization" || n == "cookie" || n == "proxy-authorization" ||
-		strings.Contains(n, "token") || strings.Contains(n, "secret") || strings.Contains(n, "api-key") || strings.Contains(n, "apikey")
-}
-
-func maskValue(v string) string {
-	if v == "" {
-		return ""
-	}
-	return v[:min(3, len(v))] + "…(" + strconv.Itoa(len(v)) + " bytes)"
 }

@@ -111,19 +111,37 @@ func New(opts Options, db *storage.DB) (*Engine, error) {
 		return nil, err
 	}
 	e.front = front
-	e.useFetcher(opts.Fetcher)
+	if err := e.useFetcher(opts.Fetcher); err != nil {
+		front.Close()
+		return nil, err
+	}
 	return e, nil
 }
 
 // useFetcher installs f, or a fetch.Fetcher built from the options when f
-// is nil.
-func (e *Engine) useFetcher(f Fetcher) {
+// is nil: their headers, cookies and proxy included.
+func (e *Engine) useFetcher(f Fetcher) error {
 	o := e.opts
 	if f == nil {
-		f = fetch.New(fetch.Options{UserAgent: o.UserAgent, Timeout: o.Timeout,
+		fo := fetch.Options{UserAgent: o.UserAgent, Timeout: o.Timeout,
 			ConnectTimeout: o.ConnectTimeout, MaxBody: o.MaxBody, AllowPrivate: o.AllowPrivate,
 			MaxConnsPerHost: o.HostConcurrency, IdleConns: idleConnsFor(o.Workers),
-			Refuse: e.circuitOpen, Now: o.Now})
+			Refuse: e.circuitOpen, Now: o.Now}
+		var err error
+		if fo.Header, err = o.requestHeader(); err != nil {
+			return err
+		}
+		if o.Cookies != "" {
+			if fo.Jar, err = fetch.LoadCookiesFile(o.Cookies); err != nil {
+				return fmt.Errorf("--cookies: %w", err)
+			}
+		}
+		if o.Proxy != "" {
+			if fo.Proxy, err = fetch.ParseProxy(o.Proxy); err != nil {
+				return err
+			}
+		}
+		f = fetch.New(fo)
 	}
 	e.fetcher, e.closeHost, e.closeFetcher = f, func(string) {}, func() {}
 	if c, ok := f.(interface{ CloseHost(string) }); ok {
@@ -132,6 +150,7 @@ func (e *Engine) useFetcher(f Fetcher) {
 	if c, ok := f.(interface{ Close() }); ok {
 		e.closeFetcher = c.Close
 	}
+	return nil
 }
 
 // circuitOpen reports whether host's circuit is open. The fetcher closes a

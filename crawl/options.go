@@ -3,6 +3,7 @@ package crawl
 import (
 	"fmt"
 	"log/slog"
+	"net/http"
 	"regexp"
 	"strings"
 	"time"
@@ -199,7 +200,36 @@ func (o *Options) Validate() error {
 	case o.GiveUpAfter <= 0:
 		return fmt.Errorf("--give-up-after must be positive, got %s", o.GiveUpAfter)
 	}
+	if _, err := o.requestHeader(); err != nil {
+		return err
+	}
+	if o.Proxy != "" {
+		if _, err := fetch.ParseProxy(o.Proxy); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// requestHeader parses Header into the headers every request carries.
+// User-Agent is refused: it is --user-agent's, whose product token
+// robots.txt and refusals are matched against.
+func (o *Options) requestHeader() (http.Header, error) {
+	if len(o.Header) == 0 {
+		return nil, nil
+	}
+	h := http.Header{}
+	for _, line := range o.Header {
+		name, value, err := fetch.ParseHeader(line)
+		if err != nil {
+			return nil, err
+		}
+		if strings.EqualFold(name, "User-Agent") {
+			return nil, fmt.Errorf("--header %q: set the User-Agent with --user-agent (its product token is what robots.txt is matched against)", line)
+		}
+		h.Add(name, value)
+	}
+	return h, nil
 }
 
 // checkProductToken makes sure the User-Agent's first word is a product
