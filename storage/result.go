@@ -70,15 +70,17 @@ func (c *HostCounts) zero() bool { return *c == HostCounts{} }
 
 // A stored result is a header and the Result's fields in a compact binary
 // form (resultBody): about a third the size of its JSON, and results are
-// most of the file. The header holds a flag byte ('P' page, 'F' failure),
+// most of the file. The header holds a flag byte ('P' page, 'F' failure,
+// 'R' a page whose URL is queued again for a refresh: see recrawl.go),
 // the URL's Hash, the HTTP status (2 bytes) and the error class (a length
 // byte and the bytes): enough for a commit to keep the counters and tallies
 // right when a result is replaced, and for RequeueFailed to rebuild the
 // URL's Item, without decoding the rest.
 const (
-	resultPage   = 'P'
-	resultFailed = 'F'
-	maxClassLen  = 255
+	resultPage       = 'P'
+	resultFailed     = 'F'
+	resultRefreshing = 'R'
+	maxClassLen      = 255
 )
 
 // ResultRecord is a Result encoded for the results bucket.
@@ -208,7 +210,7 @@ type resultHead struct {
 func parseResultHead(v []byte) (resultHead, error) {
 	var h resultHead
 	const fixed = 1 + len(Hash{}) + 3
-	if len(v) < fixed || (v[0] != resultPage && v[0] != resultFailed) {
+	if len(v) < fixed || (v[0] != resultPage && v[0] != resultFailed && v[0] != resultRefreshing) {
 		return h, errBadResult
 	}
 	h.failed = v[0] == resultFailed
