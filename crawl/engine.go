@@ -39,6 +39,7 @@ type Engine struct {
 	fetchCtx  context.Context // cancelled StopGrace after a stop: in-flight requests end
 	started   atomic.Int64    // pages attempted this run, for --max-pages
 	givenUp   sync.Map        // host -> time.Time of its last FailHost
+	refresh   refresher       // --recrawl-after's walk over the results (recrawl.go)
 	persistMu sync.Mutex
 }
 
@@ -144,6 +145,7 @@ func (e *Engine) circuitOpen(host string) bool {
 func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	start := e.opts.Now()
 	go e.feedSeeds(e.front.Feed())
+	e.startRefresh()
 
 	stopCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -244,6 +246,7 @@ func (e *Engine) housekeep(ctx context.Context) {
 			}
 			e.persistBreakers()
 			e.giveUpHosts(now)
+			e.refreshTick(now)
 			e.hosts.prune(now, time.Minute)
 			e.budget.Prune(now)
 		case <-report.C:
