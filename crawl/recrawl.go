@@ -14,11 +14,12 @@ package crawl
 // 410 records it gone. A changed page (200) is recorded like any page:
 // it replaces the stored one, and its links are followed.
 //
-// A pass looks at refreshChunk results per transaction and refreshChunks
-// transactions per housekeeping tick, and the walk goes on from where the
-// last pass stopped: a pass costs what became stale since, not what the
-// file holds. While a pass runs the crawl holds a frontier feed, so it
-// cannot end between staging pages and queueing them.
+// A pass looks at refreshChunk results per transaction, for up to
+// refreshBudget at the start of a run and then per housekeeping tick (a
+// million stale pages take about 250 transactions of 50 ms), and the walk
+// goes on from where the last pass stopped: a pass costs what became stale
+// since, not what the file holds. While a pass runs the crawl holds a
+// frontier feed, so it cannot end between staging pages and queueing them.
 
 import (
 	"errors"
@@ -31,10 +32,10 @@ import (
 )
 
 const (
-	refreshChunk  = 4096        // results looked at per transaction
-	refreshChunks = 8           // transactions per housekeeping tick
-	refreshEvery  = time.Minute // between passes, or RecrawlAfter if shorter
-	gone          = "gone"      // the error class of a page now 404 or 410
+	refreshChunk  = 4096                   // results looked at per transaction
+	refreshBudget = 100 * time.Millisecond // of staging per housekeeping tick
+	refreshEvery  = time.Minute            // between passes, or RecrawlAfter if shorter
+	gone          = "gone"                 // the error class of a page now 404 or 410
 	notModified   = http.StatusNotModified
 )
 
@@ -45,6 +46,7 @@ type refresher struct {
 	done   func()    // ends the feed held while a pass runs; nil between passes
 	nextAt time.Time // when the next pass starts
 	staged int       // pages staged by the pass so far
+	chunk  int       // results per transaction; zero means refreshChunk (tests shrink it)
 }
 
 // startRefresh queues the pages earlier runs staged and, with RecrawlAfter
@@ -63,8 +65,12 @@ func (e *Engine) refreshTick(now time.Time) {
 	if r.done == nil {
 		r.done, r.staged = e.front.Feed(), 0
 	}
-	for range refreshChunks {
-		scan, err := e.db.StageRefreshes(r.after, now.Add(-e.opts.RecrawlAfter), refreshChunk)
+	chunk := r.chunk
+	if chunk == 0 {
+		chunk = refreshChunk
+	}
+	for until := now.Add(refreshBudget); ; {
+		scan, err := e.db.StageRefreshes(r.after, now.Add(-e.opts.RecrawlAfter), chunk)
 		if err != nil {
 			e.log.Error("stage refreshes", "err", err)
 			e.endPass(now)
@@ -77,6 +83,9 @@ func (e *Engine) refreshTick(now time.Time) {
 		if scan.Done {
 			e.endPass(now)
 			return
+		}
+		if !e.opts.Now().Before(until) {
+			return // the rest at the next tick
 		}
 	}
 }

@@ -339,7 +339,7 @@ func TestRecrawlNewURLsFirst(t *testing.T) {
 			r.set(changed, validated(`"3b"`, "", "3 changed", aURL("/new")))
 			r.set(aURL("/new"), validated(`"new"`, "", "new"))
 			mark := r.mark()
-			r.run(opts, nil)
+			r.run(opts, func(e *Engine) { e.refresh.chunk = 7 }) // a pass of six transactions
 			got := pagesAsked(r.since(mark))
 			refreshes := slices.DeleteFunc(slices.Clone(got), func(u string) bool { return u == aURL("/new") })
 			if !slices.Equal(refreshes, firstOrder) {
