@@ -287,6 +287,25 @@ func TestRecrawlRevalidates(t *testing.T) {
 		if got := r.since(mark); len(got) != 0 || !third.Exhausted {
 			t.Errorf("a run with nothing stale asked %v and ended %+v; want nothing, exhausted", got, third)
 		}
+
+		// Two hours on, the pages are refreshed a second time, each keeping
+		// one result (results checks); the pages gone are not pages any more.
+		time.Sleep(2 * time.Hour)
+		mark = r.mark()
+		fourth := r.run(opts, nil)
+		want = []string{aRootURL, aURL("/p/1"), aURL("/p/2"), aURL("/p/3"), aURL("/p/6"), aURL("/p/new")}
+		if got := pagesAsked(r.since(mark)); !slices.Equal(sortedCopy(got), sortedCopy(want)) {
+			t.Errorf("fourth run asked %v, want %v", got, want)
+		}
+		again := r.results()
+		for _, u := range []string{aRootURL, aURL("/p/3"), aURL("/p/new")} {
+			if got := again[u]; got.Status != 304 || got.SHA256 != after[u].SHA256 || !got.FetchedAt.After(after[u].FetchedAt) {
+				t.Errorf("%s refreshed twice = %+v, want 304 keeping %s", u, got, after[u].SHA256)
+			}
+		}
+		if !fourth.Exhausted || fourth.Counts != second.Counts {
+			t.Errorf("fourth run %+v, want the second's counts %+v", fourth, second.Counts)
+		}
 	})
 }
 
