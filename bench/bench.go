@@ -29,6 +29,7 @@ type Report struct {
 	Took     time.Duration   `json:"took_ns"`
 	Ceiling  *CeilingResult  `json:"ceiling,omitempty"`
 	Crawl    *CrawlResult    `json:"crawl,omitempty"`
+	Recrawl  *RecrawlResult  `json:"recrawl,omitempty"`
 	Dead     *DeadResult     `json:"dead,omitempty"`
 	Frontier *FrontierResult `json:"frontier,omitempty"`
 	Memory   *MemoryResult   `json:"memory,omitempty"`
@@ -68,6 +69,7 @@ func (r *runner) sections(ctx context.Context) error {
 		fn  func(context.Context) error
 	}{
 		{cfg.runs(SectionCeiling) || cfg.runs(SectionCrawl), r.ceilingAndCrawl},
+		{cfg.runs(SectionRecrawl), r.recrawl},
 		{cfg.runs(SectionDead), r.dead},
 		{cfg.runs(SectionFrontier), r.frontierSection},
 		{cfg.runs(SectionMemory) && cfg.Child != nil, r.memory},

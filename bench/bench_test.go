@@ -67,6 +67,7 @@ func TestRunTinyEndToEnd(t *testing.T) {
 	}
 	t.Run("ceiling", func(t *testing.T) { checkCeiling(t, rep.Ceiling) })
 	t.Run("crawl", func(t *testing.T) { checkCrawl(t, rep.Crawl) })
+	t.Run("recrawl", func(t *testing.T) { checkRecrawl(t, rep.Recrawl) })
 	t.Run("dead", func(t *testing.T) { checkDead(t, rep.Dead) })
 	t.Run("frontier", func(t *testing.T) { checkFrontier(t, rep.Frontier) })
 	t.Run("memory", func(t *testing.T) { checkMemory(t, rep.Memory) })
@@ -75,7 +76,8 @@ func TestRunTinyEndToEnd(t *testing.T) {
 		if err := rep.WriteTable(&out); err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{"CPUs, GOMAXPROCS", "SECTION", "ratio to ceiling", "breaker on: time ratio",
+		for _, want := range []string{"CPUs, GOMAXPROCS", "SECTION", "ratio to ceiling", "nothing changed: time, first crawl / this",
+			"changed pages fetched again", "Recrawl: ", "breaker on: time ratio",
 			"lease+complete", "RSS growth from 25% to 100%", "Worker-seconds are"} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("table lacks %q:\n%s", want, out.String())
@@ -103,6 +105,31 @@ func checkCrawl(t *testing.T, c *CrawlResult) {
 	}
 	if c.PagesPerSec <= 0 || c.RatioToCeiling <= 0 || c.DBBytes <= 0 {
 		t.Errorf("crawl rates = %+v; want positive rate, ratio and file size", c)
+	}
+}
+
+func checkRecrawl(t *testing.T, c *RecrawlResult) {
+	t.Helper()
+	if c == nil {
+		t.Fatal("no recrawl result")
+	}
+	f, u, ch := c.First, c.Unchanged, c.Changed
+	if f.Fetched != 40 || f.PageRequests != 40 || f.NotModified != 0 || f.BodyBytes <= 0 || !f.Exhausted {
+		t.Errorf("first crawl = %+v; want 40 pages fetched once, with bodies", f)
+	}
+	if u.Fetched != 40 || u.Failed != 0 || u.PageRequests != 40 || u.NotModified != 40 || u.BodyBytes != 0 || !u.Exhausted {
+		t.Errorf("unchanged recrawl = %+v; want every page asked once, answered 304, no body", u)
+	}
+	// Every tenth page of each of the 4 hosts: page 0.
+	if c.ChangedPages != 4 || c.ChangedRefetched != 4 || ch.PageRequests != 40 || ch.NotModified != 36 || !ch.Exhausted {
+		t.Errorf("changed recrawl = %+v, %d of %d changed pages fetched; want the 4 changed pages fetched, 36 answered 304",
+			ch, c.ChangedRefetched, c.ChangedPages)
+	}
+	if ch.BodyBytes <= 0 || ch.BodyBytes >= f.BodyBytes {
+		t.Errorf("changed recrawl received %d body bytes, the first crawl %d; want some, fewer", ch.BodyBytes, f.BodyBytes)
+	}
+	if c.TimeRatio(u) <= 0 || c.RawOK <= 0 || c.RawNotModified <= 0 {
+		t.Errorf("ratios: time %.2f, raw %.0f / %.0f; want positive", c.TimeRatio(u), c.RawOK, c.RawNotModified)
 	}
 }
 

@@ -15,13 +15,14 @@ import (
 const (
 	SectionCeiling  = "ceiling"
 	SectionCrawl    = "crawl"
+	SectionRecrawl  = "recrawl"
 	SectionDead     = "dead"
 	SectionFrontier = "frontier"
 	SectionMemory   = "memory"
 )
 
 // AllSections lists every section in run order.
-var AllSections = []string{SectionCeiling, SectionCrawl, SectionDead, SectionFrontier, SectionMemory}
+var AllSections = []string{SectionCeiling, SectionCrawl, SectionRecrawl, SectionDead, SectionFrontier, SectionMemory}
 
 // ParseSections turns "ceiling,crawl" into a set, rejecting unknown names.
 // An empty string selects every section.
@@ -69,7 +70,7 @@ func (s Size) String() string { return fmt.Sprintf("%d hosts x %d pages", s.Host
 type Config struct {
 	Sections map[string]bool // which sections run; nil means all
 
-	// Ceiling and crawl.
+	// Ceiling, crawl and recrawl.
 	Site            Size // 200 x 60
 	Workers         int  // crawl workers and ceiling goroutines: 64
 	HostConcurrency int  // crawl --host-concurrency and the ceiling's MaxConnsPerHost: 4

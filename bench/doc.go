@@ -5,6 +5,9 @@
 //	ceiling   a raw keep-alive fetch loop over the site's URL set: pages/s
 //	crawl     crawl.Engine over the same site from its roots: distinct pages/s,
 //	          its ratio to the ceiling, and every request the site saw
+//	recrawl   that crawl, then again with --recrawl-after, nothing changed and
+//	          a tenth of the pages changed: time and body bytes against the
+//	          first crawl, and the changed pages fetched again
 //	dead      the same crawl over a bigger site with one dead host, with the
 //	          breaker on and off, against the site without the dead host
 //	frontier  enqueue and lease+complete throughput of the bbolt frontier

@@ -58,6 +58,7 @@ func TestParseSections(t *testing.T) {
 	}{
 		{"", AllSections, false},
 		{"crawl", []string{"crawl"}, false},
+		{"recrawl", []string{"recrawl"}, false},
 		{" dead , memory", []string{"dead", "memory"}, false},
 		{"crawl,bogus", nil, true},
 	}

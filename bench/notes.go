@@ -17,6 +17,9 @@ func (r *Report) Notes() []string {
 			"default persistence into a fresh file; wall time runs from opening the file to the end of Run. "+
 			"Requests are counted from the site's own logs.")
 	}
+	if r.Recrawl != nil {
+		notes = append(notes, r.recrawlNote())
+	}
 	if d := r.Dead; d != nil {
 		notes = append(notes, r.deadNote(d)...)
 	}

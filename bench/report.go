@@ -40,6 +40,7 @@ func (r *Report) Rows() []Row {
 	var rows []Row
 	rows = append(rows, r.ceilingRows()...)
 	rows = append(rows, r.crawlRows()...)
+	rows = append(rows, r.recrawlRows()...)
 	rows = append(rows, r.deadRows()...)
 	rows = append(rows, r.frontierRows()...)
 	rows = append(rows, r.memoryRows()...)

@@ -31,7 +31,8 @@ type exchange struct {
 	requested bool
 
 	resp  *fetch.Response
-	rules *robots.Rules // robots.txt lease: the rules obtained, if any
+	prior *storage.Result // a refresh: the stored page it replaces (recrawl.go)
+	rules *robots.Rules   // robots.txt lease: the rules obtained, if any
 	// robotsErr is why a robots.txt lease obtained no rules.
 	robotsErr error
 }

@@ -17,6 +17,11 @@
 // what the stages took and did not use (a breaker ticket, a robots.txt
 // attempt, a --max-pages reservation).
 //
+// A refresh of a stored page (--recrawl-after, recrawl.go) goes down the
+// same path: its request is conditional on the page's validators, and
+// record keeps the stored page on a 304 and records it gone on a 404 or
+// 410. Storage queues a host's refreshes only behind its new URLs.
+//
 // An open host is never attempted: its lease goes back and the host is
 // parked until its rest ends, so the worker takes another host's URL at
 // once. Retries go through the frontier's deferred bucket, so no worker

@@ -39,6 +39,7 @@ type Engine struct {
 	fetchCtx  context.Context // cancelled StopGrace after a stop: in-flight requests end
 	started   atomic.Int64    // pages attempted this run, for --max-pages
 	givenUp   sync.Map        // host -> time.Time of its last FailHost
+	refresh   refresher       // --recrawl-after's walk over the results (recrawl.go)
 	persistMu sync.Mutex
 	// seedsFetched and seedsFailed count this run's outcomes of seeds and
 	// of the redirects they lead to (depth 0): a 2xx, or a failure.
@@ -172,6 +173,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 		return Summary{}, err
 	}
 	go e.feedSeeds(e.front.Feed())
+	e.startRefresh()
 
 	stopCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -292,6 +294,7 @@ func (e *Engine) housekeep(ctx context.Context) {
 			}
 			e.persistBreakers()
 			e.giveUpHosts(now)
+			e.refreshTick(now)
 			e.hosts.prune(now, time.Minute)
 			e.budget.Prune(now)
 		case <-report.C:

@@ -96,6 +96,11 @@ type Options struct {
 	GiveUpAfter time.Duration
 	// RetryFailed puts URLs recorded as failed back in the queue first.
 	RetryFailed bool
+	// RecrawlAfter queues again the pages fetched longer ago than this, when
+	// the run starts and every minute while it runs, after their hosts' new
+	// URLs, and fetches them with conditional requests (see recrawl.go).
+	// Zero (the default) means never; otherwise at least one second.
+	RecrawlAfter time.Duration
 
 	// Retries is the number of further attempts after a transient
 	// failure. Default 3; zero means none.
@@ -199,6 +204,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--breaker-rest-max (%s) must be at least --breaker-rest (%s)", o.Breaker.RestMax, o.Breaker.Rest)
 	case o.GiveUpAfter <= 0:
 		return fmt.Errorf("--give-up-after must be positive, got %s", o.GiveUpAfter)
+	case o.RecrawlAfter < 0 || o.RecrawlAfter > 0 && o.RecrawlAfter < time.Second:
+		return fmt.Errorf("--recrawl-after must be 0 (never) or at least 1s, got %s", o.RecrawlAfter)
 	}
 	if _, err := o.requestHeader(); err != nil {
 		return err

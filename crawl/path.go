@@ -157,7 +157,7 @@ func (e *Engine) request(x *exchange) (disposition, bool) {
 		}
 	} else {
 		x.requested = true
-		x.resp = e.fetcher.Fetch(ctx, fetch.Request{URL: x.lease.Item.URL})
+		x.resp = e.fetcher.Fetch(ctx, e.pageRequest(x))
 	}
 	if x.resp != nil && cutShort(ctx, x.resp.Err) {
 		x.requested = false

@@ -22,6 +22,9 @@ func (e *Engine) record(x *exchange, v Verdict) disposition {
 	now := e.opts.Now()
 	e.reportOutcome(x.ticket, x.lease.Item.URL, v, now)
 	x.reported = true
+	if d, ok := e.refreshed(x, v, now); ok { // a 304, 404 or 410 to a refresh
+		return d
+	}
 	switch v.Class {
 	case breaker.OK:
 		if x.robots {
@@ -181,6 +184,7 @@ func (e *Engine) result(it storage.Item, resp *fetch.Response, attempts int) *st
 		return r
 	}
 	r.Status, r.ContentType = resp.Status, resp.ContentType
+	r.ETag, r.LastModified = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
 	r.Length, r.Truncated = int64(len(resp.Body)), resp.Truncated
 	r.FetchedAt = resp.Started.UTC()
 	r.DurationMS = resp.Duration.Milliseconds()

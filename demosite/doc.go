@@ -19,12 +19,19 @@
 // Refusing, Flaky, Throttling); the behavior applies to every path, robots.txt
 // included, because that is what a real failing host does. Every request is
 // logged per host (Host.Requests); a dead host logs one entry per accepted
-// connection, with an empty path and status 0.
+// connection, with an empty path and status 0. Host.BodyBytes counts the
+// body bytes a host has sent.
+//
+// Pages send an ETag and a Last-Modified and answer a conditional GET whose
+// copy is current with 304 and no body. Host.Change gives pages a new
+// revision (new text, new validators), so a test can change a site between
+// two crawls.
 //
 // # Invariants
 //
-//   - Pages and links are a pure function of the specs, the options and the
-//     Seed: two sites started alike serve the same pages, apart from ports.
+//   - Pages and links are a pure function of the specs, the options, the
+//     Seed and the pages' revisions: two sites started alike serve the same
+//     pages, apart from ports (and Last-Modified, the time each started).
 //   - Every page of a host is reachable from its "/" through same-host links
 //     (page i always links to page i+1 mod N).
 //   - Pages are rendered per request into pooled buffers rather than

@@ -106,8 +106,12 @@ type Host struct {
 	wg    sync.WaitGroup
 	state hostState
 
-	logMu sync.Mutex
-	log   []Request
+	logMu     sync.Mutex
+	log       []Request
+	bodyBytes int64 // response body bytes sent (BodyBytes)
+
+	revMu sync.Mutex
+	revs  map[int]revision // pages changed since Start (revisions.go)
 }
 
 // Start listens on a fresh loopback port for each spec and serves the site
@@ -322,9 +326,16 @@ func (h *Host) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.record(Request{Time: now, Method: r.Method, Path: r.URL.Path, RequestURI: r.RequestURI,
 		Status: status, UserAgent: r.UserAgent()})
+	if status == http.StatusNotModified {
+		w.WriteHeader(status) // no body, and no length but the page's would be
+		return
+	}
 	hdr.Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
+		h.logMu.Lock()
+		h.bodyBytes += int64(buf.Len())
+		h.logMu.Unlock()
 		_, _ = w.Write(buf.Bytes())
 	}
 }
@@ -347,6 +358,9 @@ func (h *Host) route(hdr http.Header, buf *bytes.Buffer, r *http.Request) int {
 	i, ok := pageNumber(p, h.spec.Pages)
 	if !ok {
 		return plain(hdr, buf, http.StatusNotFound, "Not found.\n")
+	}
+	if h.validate(hdr, r, i) {
+		return http.StatusNotModified
 	}
 	hdr.Set("Content-Type", "text/html; charset=utf-8")
 	h.writePage(buf, i)
@@ -391,6 +405,7 @@ func (h *Host) writePage(buf *bytes.Buffer, i int) {
 	n := h.spec.Pages
 	buf.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>")
 	fmt.Fprintf(buf, "%s page %d</title></head>\n<body>\n<h1>%s page %d</h1>\n", h.title, i, h.title, i)
+	writeRevision(buf, h.revision(i))
 	for k := range 5 {
 		buf.WriteString(filler[(i+k)%len(filler)])
 	}

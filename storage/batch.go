@@ -35,6 +35,7 @@ const (
 	opDelete
 	opAppend
 	opResolveCases
+	opQueueRefreshes
 )
 
 // op is one operation. The frequent ones (Add, Complete, Defer) fit in the
@@ -54,6 +55,8 @@ type opAux struct {
 	bucket []byte
 	key    string
 	seqs   []uint64
+	hosts  []string // QueueRefreshes; all: every host with a lane
+	all    bool
 	err    error // the record could not be encoded: Commit fails
 }
 
@@ -193,6 +196,10 @@ type batchWriter struct {
 	seenSet    *seenSet
 	fresh      []uint64
 	freshIndex map[uint64]struct{}
+	// Hosts whose queues may take refreshes from their lanes (recrawl.go),
+	// and whether any lane holds anything.
+	refill map[string]struct{}
+	lanes  int
 }
 
 // newBatchWriter prepares to apply a batch with the given number of Adds.
@@ -285,6 +292,8 @@ func (w *batchWriter) apply(o *op) error {
 		return bk.Put(u64(seq), o.value)
 	case opResolveCases:
 		return w.resolveCases(o.aux.key, o.due)
+	case opQueueRefreshes:
+		return w.queueRefreshes(o.aux.hosts, o.aux.all)
 	}
 	return fmt.Errorf("unknown batch op %d", o.kind)
 }
@@ -390,6 +399,7 @@ func (w *batchWriter) complete(it Item, encoded []byte) error {
 	if queued, err := w.dequeue(it); err != nil || !queued {
 		return err
 	}
+	w.shrunk(it.Host)
 	return w.putResult(it, encoded)
 }
 
@@ -439,6 +449,7 @@ func (w *batchWriter) deferItem(it Item, due time.Time) error {
 	if ok, err := w.dequeue(it); err != nil || !ok {
 		return err
 	}
+	w.shrunk(it.Host)
 	if err := w.deferred.Put(deferredKey(max(due.UnixNano(), 0), it.Seq), it.marshal(true)); err != nil {
 		return err
 	}
@@ -498,6 +509,9 @@ func (w *batchWriter) failHost(host string, template *Result, inFlight []uint64)
 			return err
 		}
 	}
+	if err := w.failLane(host, template); err != nil {
+		return err
+	}
 	// URLs queued earlier in this batch and failed here are not news.
 	added := w.out.Added[:0]
 	for _, it := range w.out.Added {
@@ -521,6 +535,9 @@ func (w *batchWriter) failHost(host string, template *Result, inFlight []uint64)
 }
 
 func (w *batchWriter) finish() error {
+	if err := w.topUps(); err != nil {
+		return err
+	}
 	if err := appendSeenLog(w.seen, w.fresh); err != nil {
 		return err
 	}

@@ -15,6 +15,9 @@
 //	deferred     due-time seq  -> Item: URLs parked until a time (retries, waits)
 //	results      seq           -> flag, URL hash, Result: the latest outcome of
 //	             each fetched URL, in the order outcomes were stored
+//	refresh      host          -> a bucket of result seq -> Item: pages staged
+//	             to be fetched again, oldest first, waiting for room in their
+//	             host's queue (recrawl.go)
 //	hosts        host          -> HostCounts
 //	robots       host          -> robots.Rules: the cached robots.txt
 //	breakers     host          -> breaker.Breaker: persisted circuit state
@@ -27,7 +30,7 @@
 // Every decoding error names the record and its host or sequence number.
 //
 // Invariants: a URL's fingerprint is in seen before its Item is anywhere; an Item is
-// in exactly one of queue or deferred until its Result is stored, and the
+// in exactly one of refresh, queue or deferred until its Result is stored, and the
 // queue entry is deleted in the same transaction that stores the Result, so a
 // crash at any moment loses no URL (in-flight ones are fetched again).
 //

@@ -9,6 +9,11 @@ import (
 
 // Result is the stored outcome of fetching one URL. Its JSON form is the
 // export format: one object a line.
+//
+// A refresh answered 304 Not Modified keeps the content fields of the
+// result it replaces (Title, SHA256, Length, ContentType, Outlinks...) with
+// Status 304 and its own FetchedAt, DurationMS and Attempts: the status is
+// the last answer's, the content the last one the host sent.
 type Result struct {
 	URL         string    `json:"url"`
 	FinalURL    string    `json:"final_url"`
@@ -26,6 +31,11 @@ type Result struct {
 	Attempts    int       `json:"attempts"`
 	ErrorClass  string    `json:"error_class"`
 	Error       string    `json:"error"`
+
+	// ETag and LastModified are the response's validators, as sent: a
+	// refresh sends them back as If-None-Match and If-Modified-Since.
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"last_modified,omitempty"`
 }
 
 // Failed reports whether the result records a failure rather than a page.
@@ -60,15 +70,17 @@ func (c *HostCounts) zero() bool { return *c == HostCounts{} }
 
 // A stored result is a header and the Result's fields in a compact binary
 // form (resultBody): about a third the size of its JSON, and results are
-// most of the file. The header holds a flag byte ('P' page, 'F' failure),
+// most of the file. The header holds a flag byte ('P' page, 'F' failure,
+// 'R' a page whose URL is queued again for a refresh: see recrawl.go),
 // the URL's Hash, the HTTP status (2 bytes) and the error class (a length
 // byte and the bytes): enough for a commit to keep the counters and tallies
 // right when a result is replaced, and for RequeueFailed to rebuild the
 // URL's Item, without decoding the rest.
 const (
-	resultPage   = 'P'
-	resultFailed = 'F'
-	maxClassLen  = 255
+	resultPage       = 'P'
+	resultFailed     = 'F'
+	resultRefreshing = 'R'
+	maxClassLen      = 255
 )
 
 // ResultRecord is a Result encoded for the results bucket.
@@ -82,7 +94,7 @@ func EncodeResult(it Item, r *Result) ResultRecord {
 	}
 	class := r.ErrorClass[:min(len(r.ErrorClass), maxClassLen)]
 	out := make([]byte, 0, 1+len(Hash{})+3+len(class)+64+len(r.URL)+len(r.Host)+len(r.ContentType)+
-		len(r.Title)+len(r.ErrorClass)+len(r.Error)+len(r.SHA256)/2)
+		len(r.Title)+len(r.ErrorClass)+len(r.Error)+len(r.SHA256)/2+len(r.ETag)+len(r.LastModified))
 	out = append(out, flag)
 	out = append(out, it.Hash[:]...)
 	out = binary.BigEndian.AppendUint16(out, uint16(min(max(r.Status, 0), 0xFFFF)))
@@ -97,11 +109,13 @@ const (
 	bodyTruncated
 	bodyNoFetchTime // FetchedAt is the zero time
 	bodyRawSHA256   // SHA256 is 64 lowercase hex digits, stored as 32 bytes
+	bodyValidators  // ETag and LastModified follow Error (records before them lack both)
 )
 
 // appendResultBody appends r's fields: a flags byte, then strings as a
 // uvarint length and bytes, integers as zigzag varints, FetchedAt as Unix
-// nanoseconds.
+// nanoseconds. A result without validators is encoded exactly as before
+// they were stored.
 func appendResultBody(out []byte, r *Result) []byte {
 	var flags byte
 	if r.FinalURL == r.URL {
@@ -116,6 +130,9 @@ func appendResultBody(out []byte, r *Result) []byte {
 	sha, rawSHA := hexSHA256(r.SHA256)
 	if rawSHA {
 		flags |= bodyRawSHA256
+	}
+	if r.ETag != "" || r.LastModified != "" {
+		flags |= bodyValidators
 	}
 	out = append(out, flags)
 	out = appendString(out, r.URL)
@@ -140,7 +157,12 @@ func appendResultBody(out []byte, r *Result) []byte {
 	}
 	out = binary.AppendVarint(out, int64(r.Attempts))
 	out = appendString(out, r.ErrorClass)
-	return appendString(out, r.Error)
+	out = appendString(out, r.Error)
+	if flags&bodyValidators != 0 {
+		out = appendString(out, r.ETag)
+		out = appendString(out, r.LastModified)
+	}
+	return out
 }
 
 func appendString(out []byte, s string) []byte {
@@ -188,7 +210,7 @@ type resultHead struct {
 func parseResultHead(v []byte) (resultHead, error) {
 	var h resultHead
 	const fixed = 1 + len(Hash{}) + 3
-	if len(v) < fixed || (v[0] != resultPage && v[0] != resultFailed) {
+	if len(v) < fixed || (v[0] != resultPage && v[0] != resultFailed && v[0] != resultRefreshing) {
 		return h, errBadResult
 	}
 	h.failed = v[0] == resultFailed
@@ -282,7 +304,11 @@ func decodeResultBody(body []byte) (Result, error) {
 	r.Attempts = int(d.varint())
 	r.ErrorClass = d.string()
 	r.Error = d.string()
-	if d.bad || len(d.b) != 0 || f >= bodyRawSHA256<<1 {
+	if f&bodyValidators != 0 {
+		r.ETag = d.string()
+		r.LastModified = d.string()
+	}
+	if d.bad || len(d.b) != 0 || f >= bodyValidators<<1 {
 		return Result{}, errBadResult
 	}
 	return r, nil

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"math"
@@ -31,6 +32,9 @@ func drawResult(t *rapid.T) Result {
 	r.FinalURL = r.URL
 	if rapid.Bool().Draw(t, "redirected") {
 		r.FinalURL = str("final_url")
+	}
+	if rapid.Bool().Draw(t, "validators") {
+		r.ETag, r.LastModified = str("etag"), str("last_modified")
 	}
 	if rapid.Bool().Draw(t, "fetched") {
 		r.FetchedAt = time.Unix(0, rapid.Int64().Draw(t, "fetched_at"))
@@ -123,6 +127,8 @@ func FuzzDecodeResult(f *testing.F) {
 	f.Add([]byte(EncodeResult(Item{}, &r)))
 	r.ErrorClass, r.Error, r.FinalURL = "transient", "timeout", "http://b.test/"
 	f.Add([]byte(EncodeResult(Item{}, &r)))
+	r.ETag, r.LastModified = `"v2"`, "Tue, 01 Dec 2026 10:00:00 GMT"
+	f.Add([]byte(EncodeResult(Item{}, &r)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, got, err := decodeResult(data)
 		if err != nil {
@@ -138,4 +144,67 @@ func FuzzDecodeResult(f *testing.F) {
 			t.Fatalf("re-encoded\n%+v\nwant\n%+v", again, got)
 		}
 	})
+}
+
+// Result records exactly as the code before validators (ETag,
+// LastModified) wrote them: a page, and a failure whose final URL differs,
+// whose SHA256 is not a digest and whose body was truncated.
+const (
+	oldPageRecord = "5053702064484a012c557cc353f46e033f00c8000911687474703a2f2f612e746573742f702f3106612e7465737490" +
+		"0309746578742f68746d6ce03080f3a7b0c1a5e2ec3118020d612e74657374207061676520310e9f86d081884c7d659a2feaa0c5" +
+		"5ad015a3bf4f1b2b0b822cd15d6c15b0f00a08020000"
+	oldFailureRecord = "46e1df1af0b93a33860b3b38c78644e9e20194097065726d616e656e740212687474703a2f2f612e746573742f676f6e65" +
+		"17687474703a2f2f612e746573742f656c7365776865726506612e74657374a8060a746578742f706c61696e148080bcbfffa8e2ec31" +
+		"060000000c6e6f742d612d64696765737404097065726d616e656e740a73746174757320343034"
+)
+
+func TestDecodeResultsWrittenBefore(t *testing.T) {
+	page := Result{URL: "http://a.test/p/1", FinalURL: "http://a.test/p/1", Host: "a.test", Status: 200,
+		ContentType: "text/html", Length: 3120, FetchedAt: time.Date(2026, 11, 30, 8, 15, 0, 123_000_000, time.UTC),
+		DurationMS: 12, Depth: 1, Title: "a.test page 1", Outlinks: 7, Attempts: 1,
+		SHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}
+	gone := Result{URL: "http://a.test/gone", FinalURL: "http://a.test/elsewhere", Host: "a.test", Status: 404,
+		ContentType: "text/plain", Length: 10, Truncated: true, FetchedAt: time.Date(2026, 11, 30, 8, 16, 0, 0, time.UTC),
+		DurationMS: 3, SHA256: "not-a-digest", Attempts: 2, ErrorClass: "permanent", Error: "status 404"}
+	for _, tt := range []struct {
+		name, record string
+		want         Result
+	}{{"page", oldPageRecord, page}, {"failure", oldFailureRecord, gone}} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec, err := hex.DecodeString(tt.record)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, got, err := decodeResult(rec)
+			if err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			if h != HashOf(tt.want.URL) || got != tt.want {
+				t.Fatalf("decoded %x\n%+v\nwant %x\n%+v", h, got, HashOf(tt.want.URL), tt.want)
+			}
+			// Without validators a result is written as it was before them.
+			again := EncodeResult(Item{Hash: h}, &got)
+			if hex.EncodeToString(again) != tt.record {
+				t.Fatalf("re-encoded as\n%x\nwant\n%s", again, tt.record)
+			}
+		})
+	}
+}
+
+func TestValidatorsRoundTrip(t *testing.T) {
+	it := item("a.test", "/")
+	r := ok200(it)
+	r.ETag, r.LastModified = `W/"abc-1"`, "Tue, 01 Dec 2026 10:00:00 GMT"
+	_, got, err := decodeResult(EncodeResult(it, r))
+	if err != nil || got.ETag != r.ETag || got.LastModified != r.LastModified {
+		t.Fatalf("decoded validators %q, %q (%v); want %q, %q", got.ETag, got.LastModified, err, r.ETag, r.LastModified)
+	}
+	js, _ := json.Marshal(r)
+	if !strings.Contains(string(js), `"etag":"W/\"abc-1\""`) || !strings.Contains(string(js), `"last_modified":"Tue, 01 Dec 2026 10:00:00 GMT"`) {
+		t.Errorf("JSON %s lacks etag and last_modified", js)
+	}
+	js, _ = json.Marshal(ok200(it))
+	if strings.Contains(string(js), "etag") || strings.Contains(string(js), "last_modified") {
+		t.Errorf("JSON of a result without validators names them: %s", js)
+	}
 }

@@ -150,6 +150,8 @@ type snapshot struct {
 	Queue    []Item          // in key order: host, then FIFO
 	Deferred []deferredEntry // in due order
 	Results  map[Hash]Result
+	Lane     []Item          // refresh lanes, host by host, oldest first
+	Staged   map[uint64]bool // keys of the results flagged for a refresh
 	Robots   map[string]string
 	Breakers map[string]string
 	Trans    []string
@@ -158,7 +160,7 @@ type snapshot struct {
 func takeSnapshot(t tb, db *DB) snapshot {
 	t.Helper()
 	s := snapshot{Hosts: hostCounts(t, db), Seen: map[uint64]bool{}, Results: map[Hash]Result{},
-		Robots: map[string]string{}, Breakers: map[string]string{}}
+		Staged: map[uint64]bool{}, Robots: map[string]string{}, Breakers: map[string]string{}}
 	s.Counts = mustCounts(t, db)
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		if err := readSnapshot(tx, &s); err != nil {
@@ -222,10 +224,16 @@ func readSnapshot(tx *bolt.Tx, s *snapshot) error {
 	if err != nil {
 		return err
 	}
+	if err := readLanes(tx, s); err != nil {
+		return err
+	}
 	return tx.Bucket(bucketResults).ForEach(func(k, v []byte) error {
 		h, r, err := decodeResult(v)
 		if err != nil {
 			return err
+		}
+		if v[0] == resultRefreshing {
+			s.Staged[beUint64(k)] = true
 		}
 		if (v[0] == resultFailed) != r.Failed() {
 			return fmt.Errorf("result %x: flag %q disagrees with error class %q", k, v[0], r.ErrorClass)
@@ -236,6 +244,52 @@ func readSnapshot(tx *bolt.Tx, s *snapshot) error {
 		s.Results[h] = r
 		return nil
 	})
+}
+
+func readLanes(tx *bolt.Tx, s *snapshot) error {
+	lanes := tx.Bucket(bucketRefresh)
+	if lanes == nil { // a read-only file from before lanes
+		return nil
+	}
+	return lanes.ForEach(func(host, v []byte) error {
+		if v != nil {
+			return fmt.Errorf("refresh holds a value under %q, want only host buckets", host)
+		}
+		lane := lanes.Bucket(host)
+		if k, _ := lane.Cursor().First(); k == nil {
+			return fmt.Errorf("refresh lane of %q is empty, want it dropped", host)
+		}
+		return lane.ForEach(func(k, v []byte) error {
+			it, err := decodeStaged(string(host), k, v)
+			s.Lane = append(s.Lane, it)
+			return err
+		})
+	})
+}
+
+// checkStaged verifies recrawl.go's invariant: each result flagged for a
+// refresh is replaced by exactly one pending Item, and each Item in a lane
+// replaces such a result.
+func checkStaged(t tb, s snapshot) {
+	t.Helper()
+	replacing := map[uint64]int{}
+	for _, it := range s.Lane {
+		if !s.Staged[it.Replaces] {
+			t.Fatalf("lane item %s replaces result %d, which is not flagged for a refresh", it.URL, it.Replaces)
+		}
+		replacing[it.Replaces]++
+	}
+	for _, it := range s.Queue {
+		replacing[it.Replaces]++
+	}
+	for _, d := range s.Deferred {
+		replacing[d.Item.Replaces]++
+	}
+	for key := range s.Staged {
+		if n := replacing[key]; n != 1 {
+			t.Fatalf("result %d is flagged for a refresh and replaced by %d pending items, want 1", key, n)
+		}
+	}
 }
 
 // checkInvariants verifies what doc.go promises: the stored counters equal
@@ -264,6 +318,10 @@ func checkInvariants(t tb, db *DB) {
 		hosts[it.Host] = hc
 		want.Queued++
 	}
+	for _, it := range s.Lane {
+		place(it.Hash, "refresh lane")
+	}
+	checkStaged(t, s)
 	for _, d := range s.Deferred {
 		place(d.Item.Hash, "deferred")
 		hc := hosts[d.Item.Host]
