@@ -65,6 +65,9 @@ func TestResumeKeepsTheCrawlsSettings(t *testing.T) {
 	if got := string(status.Settings["exclude"]); !strings.Contains(got, "13579") {
 		t.Errorf("status settings exclude = %s, want the stored pattern", got)
 	}
+	if got := string(status.Settings["recrawl-after"]); got != `"0s"` {
+		t.Errorf("status settings recrawl-after = %s, want the stored \"0s\"", got)
+	}
 	if _, ok := status.Settings["max-pages"]; ok {
 		t.Errorf("status settings hold max-pages, a limit of one run: %v", status.Settings)
 	}

@@ -140,7 +140,7 @@ func (e *Engine) settle(x *exchange, d disposition) {
 		if r.URL == "" {
 			r = e.fill(l.Item, r)
 		}
-		e.countSeed(l.Item, r)
+		e.countResult(l.Item, r)
 		err = e.front.Complete(l, r, d.found)
 	case giveUpHost:
 		e.front.Release(l)
@@ -151,9 +151,15 @@ func (e *Engine) settle(x *exchange, d disposition) {
 	}
 }
 
-// countSeed counts the outcome of a seed, or of a page a seed redirected to
-// (depth 0), for the run's summary: whether any seed worked at all.
-func (e *Engine) countSeed(it storage.Item, r *storage.Result) {
+// countResult counts a stored result for the run's summary, and apart the
+// outcome of a seed or of a page a seed redirected to (depth 0): whether
+// any seed worked at all.
+func (e *Engine) countResult(it storage.Item, r *storage.Result) {
+	if r.Failed() {
+		e.failed.Add(1)
+	} else {
+		e.fetched.Add(1)
+	}
 	switch {
 	case it.Depth > 0:
 	case r.Failed():

@@ -44,14 +44,16 @@ type Engine struct {
 	// seedsFetched and seedsFailed count this run's outcomes of seeds and
 	// of the redirects they lead to (depth 0): a 2xx, or a failure.
 	seedsFetched, seedsFailed atomic.Int64
+	// fetched and failed count the results this run's leases stored.
+	fetched, failed atomic.Int64
 }
 
 // Summary is how a run ended.
 type Summary struct {
 	Exhausted bool           // no work left at all
 	Counts    storage.Counts // the whole crawl's, at the end
-	// Fetched and Failed are this run's: results stored as pages and as
-	// failures since it started.
+	// Fetched and Failed are this run's: results stored as pages (a 304
+	// refresh too) and as failures (a host given up on included).
 	Fetched, Failed int64
 	// SeedsFetched and SeedsFailed count this run's seeds (and the pages
 	// they redirect to) fetched with a 2xx, and failed.
@@ -198,8 +200,10 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	counts, cerr := e.db.Counts()
 	sum := Summary{Exhausted: exhausted, Counts: counts, HeldWork: e.front.HeldWork(),
 		Duration: e.opts.Now().Sub(start), SeedsFetched: e.seedsFetched.Load(), SeedsFailed: e.seedsFailed.Load(),
-		// A URL requeued by --retry-failed moves from failed to fetched.
-		Fetched: max(0, counts.Fetched-before.Fetched), Failed: max(0, counts.Failed-before.Failed)}
+		// URLs failed when their host was given up on have no lease: the
+		// file's count tells them (it can also fall, as --retry-failed and
+		// refreshes replace results).
+		Fetched: e.fetched.Load(), Failed: max(e.failed.Load(), counts.Failed-before.Failed)}
 	if sum.HeldWork > 0 {
 		sum.Exhausted = false
 	}

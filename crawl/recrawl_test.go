@@ -222,6 +222,12 @@ func TestRecrawlRevalidates(t *testing.T) {
 		mark := r.mark()
 		second := r.run(opts, nil)
 		refreshedAt := time.Now()
+		// The run's own counts: every page answered is fetched (the 304s
+		// too), the two gone ones failed. The file's counts alone would say
+		// "nothing fetched": a refresh replaces a result.
+		if want := int64(len(before) - 1); second.Fetched != want || second.Failed != 2 {
+			t.Errorf("second run counted %d fetched, %d failed; want %d and 2", second.Fetched, second.Failed, want)
+		}
 
 		reqs := r.since(mark)
 		want := append(sortedKeys(before), aURL("/p/new"))

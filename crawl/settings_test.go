@@ -44,6 +44,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 	o := DefaultOptions()
 	o.Header = []string{"X-A: 1"}
 	o.Proxy = "socks5://127.0.0.1:1080"
+	o.RecrawlAfter = 24 * time.Hour
 	s := SettingsOf(o)
 	data, _ := json.Marshal(&s)
 	_, changes, err := mergeSettings(data, s, func(string) bool { return true })
