@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -315,5 +316,43 @@ func TestBadRequestSettings(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "x.db")); err == nil {
 			t.Errorf("%s %q left a database file behind", tc.flag, tc.value)
 		}
+	}
+}
+
+// Runs that did not fail exit 0: a resume whose leftover URLs of depth 0
+// fail while the rest succeed, and a resume whose narrowed scope records
+// queued URLs out-of-scope (not failures).
+func TestExitZeroWhenTheRunDidNotFail(t *testing.T) {
+	site := startSite(t, 1, 12)
+	db := tempDB(t)
+	mustRun(t, exitWorkLeft, crawlArgs(db, "--max-pages", "1", "--workers", "1", site.Roots()[0])...)
+	// Everything queued but the root's links to odd pages is now out of scope.
+	r := mustRun(t, exitOK, "crawl", "--db", db, "--exclude", `/p/[0-9]*[02468]$`, "--log-level", "warn")
+	if !strings.Contains(r.stdout, "no URL left to fetch") {
+		t.Errorf("want the run finished:\n%s", r)
+	}
+}
+
+// --seeds from a pipe is read once, like standard input.
+func TestSeedsFromAPipe(t *testing.T) {
+	site := startSite(t, 1, 2)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "seeds.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		fmt.Fprintln(f, site.Roots()[0])
+		f.Close()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := runCLI(t, ctx, crawlArgs(filepath.Join(dir, "p.db"), "--seeds", fifo)...)
+	if r.code != exitOK || !strings.Contains(r.stdout, "2 fetched") {
+		t.Errorf("crawl --seeds FIFO: %s", r)
 	}
 }

@@ -188,7 +188,7 @@ func crawlInto(ctx context.Context, dbPath string, opts crawl.Options, given fun
 	if fresh && len(opts.Seeds) == 0 && opts.SeedsFile == "" {
 		return usagef("no seed URLs: give them as arguments or with --seeds (or resume an existing --db)")
 	}
-	opts, changes, storeSettings, err := crawl.ResolveSettings(db, opts, given)
+	opts, changes, err := crawl.ResolveSettings(db, opts, given)
 	if err != nil {
 		return usageError{err}
 	}
@@ -201,9 +201,6 @@ func crawlInto(ctx context.Context, dbPath string, opts crawl.Options, given fun
 		return err
 	}
 	started = true
-	if err := storeSettings(); err != nil {
-		return err
-	}
 	crawl.LogSettingChanges(opts.Logger, changes)
 	serveCtx, stopServing := context.WithCancel(ctx)
 	served, err := control.Serve(serveCtx, control.SocketPath(dbPath), engine.Control(), opts.Logger)
@@ -251,22 +248,16 @@ func fileExists(path string) bool {
 
 // readSeedsFlag checks the --seeds file before anything is created, so a
 // bad line is a usage error that names the file and line, and an empty
-// file is refused. "-" reads standard input: once, as it streams, into a
-// copy next to the database (the crawl reads its seeds twice: for their
-// hosts, then to queue them), which cleanup removes.
+// file is refused. "-" reads standard input; it, a pipe or a device is
+// read once, as it streams, into a copy next to the database (the crawl
+// reads its seeds twice: for their hosts, then to queue them), which
+// cleanup removes.
 func readSeedsFlag(path, dbPath string, log *slog.Logger) (seedsPath string, cleanup func(), err error) {
 	cleanup = func() {}
-	var in io.Reader
 	var copyTo *os.File
-	name := path
+	name, in := path, io.Reader(os.Stdin)
 	if path == "-" {
 		name = "standard input"
-		copyTo, err = os.CreateTemp(filepath.Dir(dbPath), ".breakwater-seeds-*")
-		if err != nil {
-			return "", nil, fmt.Errorf("--seeds -: keep a copy of standard input: %w", err)
-		}
-		cleanup = func() { os.Remove(copyTo.Name()) }
-		in, seedsPath = os.Stdin, copyTo.Name()
 	} else {
 		f, err := os.Open(path)
 		if err != nil {
@@ -274,6 +265,15 @@ func readSeedsFlag(path, dbPath string, log *slog.Logger) (seedsPath string, cle
 		}
 		defer f.Close()
 		in, seedsPath = f, path
+	}
+	if !isRegular(path) {
+		// Standard input, a pipe or a device can be read only once.
+		copyTo, err = os.CreateTemp(filepath.Dir(dbPath), ".breakwater-seeds-*")
+		if err != nil {
+			return "", nil, fmt.Errorf("--seeds %s: keep a copy of %s: %w", path, name, err)
+		}
+		cleanup = func() { os.Remove(copyTo.Name()) }
+		seedsPath = copyTo.Name()
 	}
 	var w *bufio.Writer
 	if copyTo != nil {
@@ -307,4 +307,11 @@ func readSeedsFlag(path, dbPath string, log *slog.Logger) (seedsPath string, cle
 		return "", nil, usagef("--seeds %s: no seed URLs in it", path)
 	}
 	return seedsPath, cleanup, nil
+}
+
+// isRegular reports whether path is a regular file (not a pipe, a device
+// or standard input's "-"): one that can be read twice.
+func isRegular(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
 }

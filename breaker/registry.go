@@ -179,6 +179,27 @@ func (r *Registry) Report(t Ticket, c Class, detail string, now time.Time) {
 	r.unlock()
 }
 
+// Cancel gives back a ticket whose request was never sent (the host was
+// not ready after all, or the request was cut short before it reached the
+// host): it frees the probe gate if t holds it, and changes nothing else.
+// Reporting a neutral class instead would say the host answered.
+// It reports whether t held the gate, so that the caller can wake the URLs
+// waiting on it.
+func (r *Registry) Cancel(t Ticket) (freedGate bool) {
+	if !t.Probe {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.hosts[t.Host]
+	if e == nil || !e.probing || t.Generation != e.b.Generation || !t.At.Equal(e.probeAt) {
+		return false
+	}
+	e.probing = false
+	r.evictIfClean(t.Host, e)
+	return true
+}
+
 func (r *Registry) report(t Ticket, c Class, detail string, now time.Time) (Transition, bool) {
 	e := r.hosts[t.Host]
 	switch {

@@ -927,3 +927,30 @@ func TestRegistryConcurrent(t *testing.T) {
 		t.Fatalf("hosts did not recover: %+v", snap)
 	}
 }
+
+// A probe ticket whose request was never sent is cancelled: the gate is
+// free for the next probe, and the host's down clock does not move, as it
+// would for an answer.
+func TestRegistryCancelFreesTheGateOnly(t *testing.T) {
+	r, rc := newReg(t, Config{Threshold: 1, Rest: time.Minute, Probes: 2})
+	openHost(t, r, host, t0)
+	probe := mustAdmit(t, r, host, at(time.Hour))
+	before, _ := r.Get(host)
+	n := len(rc.list())
+	if !r.Cancel(probe) {
+		t.Fatal("Cancel of the outstanding probe did not free the gate")
+	}
+	b := wantState(t, r, host, HalfOpen, NoHold)
+	if b != before || len(rc.list()) != n {
+		t.Fatalf("Cancel changed the breaker: %+v -> %+v, %d transitions", before, b, len(rc.list())-n)
+	}
+	if next := mustAdmit(t, r, host, at(time.Hour+time.Second)); !next.Probe {
+		t.Fatalf("after Cancel, ticket %+v is not a probe", next)
+	}
+	if r.Cancel(probe) {
+		t.Error("a stale probe ticket freed the gate a second time")
+	}
+	if r.Cancel(Ticket{Host: host, At: at(time.Hour)}) {
+		t.Error("a non-probe ticket freed the gate")
+	}
+}

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -82,10 +83,9 @@ func (o *Offline) ResolveCase(host string) error {
 func (o *Offline) apply(ch Change) error {
 	now := o.now()
 	var logged []storage.Transition
-	// A crawl's --breaker-* settings are not stored in the file: the
-	// registry takes the breaker package's defaults, as a crawl does unless
-	// told otherwise.
-	reg := breaker.NewRegistry(breaker.Config{}, func(t breaker.Transition) {
+	// The crawl's --breaker-* settings, as stored in the file; the breaker
+	// package's defaults for those it lacks.
+	reg := breaker.NewRegistry(o.breakerConfig(), func(t breaker.Transition) {
 		logged = append(logged, storage.NewTransition(t))
 	})
 	if b, err := o.db.Breaker(ch.Host); err == nil {
@@ -112,4 +112,22 @@ func (o *Offline) apply(ch Change) error {
 	}
 	_, err := o.db.Commit(&batch)
 	return err
+}
+
+// breakerConfig reads the crawl's stored breaker settings; what is missing
+// or unreadable takes the breaker package's default.
+func (o *Offline) breakerConfig() breaker.Config {
+	var s struct {
+		Threshold int    `json:"breaker-threshold"`
+		Rest      string `json:"breaker-rest"`
+		RestMax   string `json:"breaker-rest-max"`
+		Probes    int    `json:"breaker-probes"`
+	}
+	if blob, err := o.db.Settings(); err == nil {
+		json.Unmarshal(blob, &s)
+	}
+	cfg := breaker.Config{Threshold: s.Threshold, Probes: s.Probes}
+	cfg.Rest, _ = time.ParseDuration(s.Rest)
+	cfg.RestMax, _ = time.ParseDuration(s.RestMax)
+	return cfg
 }

@@ -36,7 +36,7 @@ func (e *Engine) raiseCase(c storage.Case) {
 	e.log.Warn("refused by name: host held for a human", "host", c.Host, "url", c.URL,
 		"status", c.Status, "excerpt", c.Excerpt)
 	e.submit(func(b *storage.Batch) { b.AppendCase(c) })
-	e.front.Hold(c.Host)
+	e.syncHold(c.Host)
 }
 
 // loadBreakers restores persisted breaker state so an open host stays open
@@ -63,6 +63,9 @@ func (e *Engine) loadBreakers() error {
 	if err != nil || resumed.Len() == 0 {
 		return err
 	}
+	// The running time starts again now: a run that stops before its first
+	// heartbeat must not have the same stopped hour taken off twice.
+	resumed.PutRunningAt(now)
 	if _, err := e.db.Commit(&resumed); err != nil {
 		return fmt.Errorf("store resumed breakers: %w", err)
 	}

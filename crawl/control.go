@@ -97,7 +97,13 @@ func (c engineControl) apply(ch control.Change) error {
 
 // syncHold makes the scheduler follow a manual change at once: a held host
 // is held by the frontier too; a released one is offered again.
+//
+// It is serialized: two calls that read the breaker in one order must not
+// apply to the frontier in the other, or a release could be undone by a
+// hold read before it.
 func (e *Engine) syncHold(host string) {
+	e.holdMu.Lock()
+	defer e.holdMu.Unlock()
 	if b, ok := e.breakers.Get(host); ok && b.Hold != breaker.NoHold {
 		e.front.Hold(host)
 		return

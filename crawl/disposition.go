@@ -112,13 +112,13 @@ func (e *Engine) settle(x *exchange, d disposition) {
 	l := x.lease
 	now := e.opts.Now()
 	if x.admitted && !x.reported {
-		e.breakers.Report(x.ticket, breaker.Permanent, "not attempted", now)
+		e.cancelTicket(x.ticket, now)
 	}
 	if x.robots {
 		e.robotsDone(x.host)
 	}
 	if x.reserved && !x.requested {
-		e.unreservePage()
+		e.unreservePage(l.Item)
 	}
 	if !d.hostWait.IsZero() {
 		e.front.Park(l.Item.Host, d.hostWait)
@@ -131,7 +131,9 @@ func (e *Engine) settle(x *exchange, d disposition) {
 		e.front.Park(l.Item.Host, d.until)
 		e.front.Release(l)
 	case holdHost:
-		e.front.Hold(l.Item.Host)
+		// The breaker says whether the host is still held: a person may
+		// have released it since admit looked.
+		e.syncHold(l.Item.Host)
 		e.front.Release(l)
 	case deferURL:
 		err = e.front.Defer(l, d.item, d.until)
@@ -155,9 +157,14 @@ func (e *Engine) settle(x *exchange, d disposition) {
 // outcome of a seed or of a page a seed redirected to (depth 0): whether
 // any seed worked at all.
 func (e *Engine) countResult(it storage.Item, r *storage.Result) {
-	if r.Failed() {
+	switch {
+	case r.ErrorClass == classRobots || r.ErrorClass == classOutOfScope:
+		// Not fetched by the crawl's own choice: neither a page nor a failure.
+		e.skipped.Add(1)
+		return
+	case r.Failed():
 		e.failed.Add(1)
-	} else {
+	default:
 		e.fetched.Add(1)
 	}
 	switch {
@@ -166,5 +173,14 @@ func (e *Engine) countResult(it storage.Item, r *storage.Result) {
 		e.seedsFailed.Add(1)
 	case r.Status >= 200 && r.Status < 300:
 		e.seedsFetched.Add(1)
+	}
+}
+
+// cancelTicket gives back a breaker ticket whose request was never sent:
+// the probe gate is freed (and the URLs that met it are woken), and the
+// breaker learns nothing, as nothing was asked of the host.
+func (e *Engine) cancelTicket(t breaker.Ticket, now time.Time) {
+	if e.breakers.Cancel(t) {
+		e.front.Unpark(t.Host, now)
 	}
 }

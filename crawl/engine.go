@@ -37,15 +37,21 @@ type Engine struct {
 	log          *slog.Logger
 
 	fetchCtx  context.Context // cancelled StopGrace after a stop: in-flight requests end
-	started   atomic.Int64    // pages attempted this run, for --max-pages
-	givenUp   sync.Map        // host -> time.Time of its last FailHost
-	refresh   refresher       // --recrawl-after's walk over the results (recrawl.go)
+	started   atomic.Int64    // pages requested this run, for --max-pages
+	pagesMu   sync.Mutex
+	pages     map[storage.Hash]bool // with --max-pages: the URL hashes counted in started
+	givenUp   sync.Map              // host -> time.Time of its last FailHost
+	refresh   refresher             // --recrawl-after's walk over the results (recrawl.go)
 	persistMu sync.Mutex
+	holdMu    sync.Mutex // serializes syncHold
 	// seedsFetched and seedsFailed count this run's outcomes of seeds and
 	// of the redirects they lead to (depth 0): a 2xx, or a failure.
 	seedsFetched, seedsFailed atomic.Int64
 	// fetched and failed count the results this run's leases stored.
 	fetched, failed atomic.Int64
+	// skipped counts the results of URLs the crawl chose not to fetch
+	// (robots.txt, a narrowed scope): they are neither.
+	skipped atomic.Int64
 }
 
 // Summary is how a run ended.
@@ -53,10 +59,12 @@ type Summary struct {
 	Exhausted bool           // no work left at all
 	Counts    storage.Counts // the whole crawl's, at the end
 	// Fetched and Failed are this run's: results stored as pages (a 304
-	// refresh too) and as failures (a host given up on included).
+	// refresh too) and as failures (a host given up on included); URLs
+	// robots.txt or a narrowed scope kept out are neither.
 	Fetched, Failed int64
 	// SeedsFetched and SeedsFailed count this run's seeds (and the pages
-	// they redirect to) fetched with a 2xx, and failed.
+	// they redirect to) fetched with a 2xx, and failed; both zero for a run
+	// given no seeds (a resume), whose depth-0 URLs are an earlier run's.
 	SeedsFetched, SeedsFailed int64
 	HeldWork                  int // URLs of paused hosts or hosts with an open case
 	Duration                  time.Duration
@@ -97,7 +105,7 @@ func New(opts Options, db *storage.DB) (*Engine, error) {
 		opts.Logger = slog.Default()
 	}
 	e := &Engine{opts: opts, db: db, token: robots.ProductToken(opts.UserAgent), log: opts.Logger,
-		hosts: newHostTable(opts.Delay)}
+		hosts: newHostTable(opts.Delay), pages: map[storage.Hash]bool{}}
 	e.budget = NewRetryBudget(opts.RetryBudget, time.Minute, 3)
 	e.breakers = breaker.NewRegistry(opts.breakerConfig(), e.onTransition)
 	if err := e.loadBreakers(); err != nil {
@@ -161,9 +169,15 @@ func (e *Engine) useFetcher(f Fetcher) error {
 // circuit opened may still be dialling, or redialling as net/http retries
 // a GET whose connection was closed under it, and their connections would
 // otherwise wait idle in the pool, open to a host known to be down.
+//
+// With the breaker off (--breaker=false), a circuit left open by an earlier
+// run admits every request, so only a held host is refused here.
 func (e *Engine) circuitOpen(host string) bool {
 	b, ok := e.breakers.Get(host)
-	return ok && b.State == breaker.Open
+	if !ok || b.State != breaker.Open {
+		return false
+	}
+	return e.opts.BreakerEnabled || b.Hold != breaker.NoHold
 }
 
 // Run crawls until the frontier is exhausted, ctx is cancelled, or
@@ -203,7 +217,11 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 		// URLs failed when their host was given up on have no lease: the
 		// file's count tells them (it can also fall, as --retry-failed and
 		// refreshes replace results).
-		Fetched: e.fetched.Load(), Failed: max(e.failed.Load(), counts.Failed-before.Failed)}
+		Fetched: e.fetched.Load(), Failed: max(e.failed.Load(), counts.Failed-before.Failed-e.skipped.Load())}
+	if len(e.opts.Seeds) == 0 && e.opts.SeedsFile == "" {
+		// A resume: URLs of depth 0 left over are not this run's seeds.
+		sum.SeedsFetched, sum.SeedsFailed = 0, 0
+	}
 	if sum.HeldWork > 0 {
 		sum.Exhausted = false
 	}
@@ -363,8 +381,12 @@ func (e *Engine) prepareSeeds() error {
 		return err
 	}
 	e.scope = newScope(&e.opts, seedHosts)
-	// Only the seed hosts are this function's: the other settings are
-	// ResolveSettings's, and stay as they are.
+	// The seed hosts and, when ResolveSettings merged them, the crawl's
+	// other settings, in one write; without them the stored ones stay.
+	if s := e.opts.settings; s != nil {
+		merged, _ := json.Marshal(s)
+		json.Unmarshal(merged, &stored)
+	}
 	stored["seed_hosts"], _ = json.Marshal(seedHosts)
 	data, _ := json.Marshal(stored)
 	if err := e.db.PutSettings(data); err != nil {

@@ -123,6 +123,10 @@ type Options struct {
 	Rand   func() float64
 	Logger *slog.Logger
 
+	// settings, set by ResolveSettings, are the crawl's settings New stores
+	// with the seeds' hosts; nil leaves the stored ones as they are.
+	settings *Settings
+
 	// housekeepEvery is how often breakers are persisted and due hosts given
 	// up on by the sweep; zero means 500ms. Tests lengthen it to show that
 	// the request path alone gives hosts up on time.

@@ -41,22 +41,43 @@ func (e *Engine) process(x *exchange) disposition {
 	return e.record(x, e.classify(x))
 }
 
-// reservePage claims one of --max-pages for a URL's first attempt, so that
-// concurrent workers never start more pages than the limit. settle gives
-// the claim back when the page was not requested after all.
+// The error classes of URLs the crawl chose not to fetch.
+const (
+	classRobots     = "robots"
+	classOutOfScope = "out-of-scope"
+)
+
+// reservePage claims one of --max-pages for a page this run has not
+// requested yet, so that concurrent workers never start more pages than
+// the limit. settle gives the claim back when the page was not requested
+// after all (robots.txt was fetched instead, the host was not ready). A
+// page requested once keeps its claim whatever comes back, so a 429 or a
+// retry does not count it twice. The claims are kept by URL, at most
+// --max-pages of them.
 func (e *Engine) reservePage(x *exchange) (disposition, bool) {
-	if e.opts.MaxPages == 0 || x.lease.Item.Attempts > 0 {
+	if e.opts.MaxPages == 0 {
 		return disposition{}, false
 	}
-	if e.started.Add(1) > int64(e.opts.MaxPages) {
-		e.started.Add(-1)
+	e.pagesMu.Lock()
+	defer e.pagesMu.Unlock()
+	if e.pages[x.lease.Item.Hash] {
+		return disposition{}, false
+	}
+	if len(e.pages) >= e.opts.MaxPages {
 		return released(), true
 	}
+	e.pages[x.lease.Item.Hash] = true
+	e.started.Store(int64(len(e.pages)))
 	x.reserved = true
 	return disposition{}, false
 }
 
-func (e *Engine) unreservePage() { e.started.Add(-1) }
+func (e *Engine) unreservePage(it storage.Item) {
+	e.pagesMu.Lock()
+	defer e.pagesMu.Unlock()
+	delete(e.pages, it.Hash)
+	e.started.Store(int64(len(e.pages)))
+}
 
 // authorise checks the crawl's scope and robots.txt. Scope was checked when
 // the URL was queued, but a later run may have narrowed it (the crawl's
@@ -68,7 +89,7 @@ func (e *Engine) unreservePage() { e.started.Add(-1) }
 func (e *Engine) authorise(x *exchange) (disposition, bool) {
 	it := x.lease.Item
 	if (it.Depth > 0 || it.Redirects > 0) && !e.scope.allows(it.URL, it.Host, it.Depth) {
-		return failed(&storage.Result{ErrorClass: "out-of-scope",
+		return failed(&storage.Result{ErrorClass: classOutOfScope,
 			Error: "outside the crawl's scope, narrowed since the URL was queued"}), true
 	}
 	now := e.opts.Now()
@@ -81,7 +102,7 @@ func (e *Engine) authorise(x *exchange) (disposition, bool) {
 		// Another worker is fetching this host's robots.txt right now.
 		return parked(now.Add(50 * time.Millisecond)), true
 	case !rules.Allowed(requestPath(x.lease.Item.URL), e.token):
-		return failed(&storage.Result{ErrorClass: "robots", Error: "disallowed by robots.txt"}), true
+		return failed(&storage.Result{ErrorClass: classRobots, Error: "disallowed by robots.txt"}), true
 	}
 	return disposition{}, false
 }

@@ -83,15 +83,16 @@ func (e *Engine) hop(ctx context.Context, host, url string) (resp *fetch.Respons
 	hs.mu.Lock()
 	if wait := hs.wait(now); wait > 0 {
 		hs.mu.Unlock()
-		e.breakers.Report(d.Ticket, breaker.Permanent, "not attempted", now)
+		e.cancelTicket(d.Ticket, now)
 		return nil, &hopRefused{host: host, until: now.Add(wait)}
 	}
 	hs.pace.Take(now)
 	hs.mu.Unlock()
-	resp = e.fetcher.Fetch(ctx, fetch.Request{URL: url})
+	// The target is a host the user did not name: no secret header goes.
+	resp = e.fetcher.Fetch(ctx, fetch.Request{URL: url, WithoutSecrets: true})
 	now = e.opts.Now()
 	if cutShort(ctx, resp.Err) {
-		e.breakers.Report(d.Ticket, breaker.Permanent, "not attempted", now)
+		e.cancelTicket(d.Ticket, now)
 	} else {
 		e.reportOutcome(d.Ticket, url, Classify(resp, e.token), now)
 	}

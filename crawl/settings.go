@@ -134,40 +134,28 @@ type SettingChange struct {
 // whose flag was given (given(flag) is true) comes from opts and replaces
 // the stored one from now on; every other setting the file has comes from
 // the file. Settings the file does not have yet (a new crawl, or a file
-// older than them) come from opts. It returns the options in force, the
-// stored settings the flags changed, and store, which writes the merged
-// settings to the file: call it once the run is sure to start, so that a
-// run refused for bad input changes nothing.
-func ResolveSettings(db *storage.DB, opts Options, given func(flag string) bool) (Options, []SettingChange, func() error, error) {
+// older than them) come from opts. It returns the options in force and the
+// stored settings the flags changed. Nothing is written: New stores the
+// merged settings, with the seeds' hosts, in one write once every check
+// has passed, so a run refused for bad input changes nothing and a kill
+// cannot leave half of them stored.
+func ResolveSettings(db *storage.DB, opts Options, given func(flag string) bool) (Options, []SettingChange, error) {
 	stored, err := db.Settings()
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return opts, nil, nil, fmt.Errorf("read stored crawl settings: %w", err)
+		return opts, nil, fmt.Errorf("read stored crawl settings: %w", err)
 	}
 	merged, changes, err := mergeSettings(stored, SettingsOf(opts), given)
 	if err != nil {
-		return opts, nil, nil, err
+		return opts, nil, err
 	}
 	if err := merged.applyTo(&opts); err != nil {
-		return opts, nil, nil, err
+		return opts, nil, err
 	}
 	if err := opts.Validate(); err != nil {
-		return opts, nil, nil, fmt.Errorf("the crawl's settings, stored and given: %w", err)
+		return opts, nil, fmt.Errorf("the crawl's settings, stored and given: %w", err)
 	}
-	store := func() error {
-		// The seed hosts may have grown since: New records them.
-		if now, err := db.Settings(); err == nil {
-			var cur Settings
-			if json.Unmarshal(now, &cur) == nil {
-				merged.SeedHosts = cur.SeedHosts
-			}
-		}
-		data, _ := json.Marshal(&merged)
-		if err := db.PutSettings(data); err != nil {
-			return fmt.Errorf("store crawl settings: %w", err)
-		}
-		return nil
-	}
-	return opts, changes, store, nil
+	opts.settings = &merged
+	return opts, changes, nil
 }
 
 // mergeSettings merges key by key, the keys being the flags' names.

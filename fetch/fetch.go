@@ -118,6 +118,11 @@ func (o Options) withDefaults() Options {
 type Request struct {
 	URL    string
 	Header http.Header
+	// WithoutSecrets leaves out the secret headers of Options.Header
+	// (IsSecretHeader: Authorization, Cookie, tokens): the request goes to
+	// a host the user did not name, as curl drops them on a redirect to
+	// another host.
+	WithoutSecrets bool
 }
 
 // Response is the outcome of one Fetch. An HTTP error status is data, not an
@@ -219,6 +224,9 @@ func (f *Fetcher) Fetch(ctx context.Context, in Request) *Response {
 	}
 	req.Header.Set("User-Agent", f.opts.UserAgent)
 	for name, values := range f.opts.Header { // canonical names, see extraHeaders
+		if in.WithoutSecrets && IsSecretHeader(name) {
+			continue
+		}
 		req.Header[name] = values
 	}
 	for name, values := range in.Header {

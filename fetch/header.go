@@ -40,7 +40,13 @@ var ownedHeaders = map[string]string{
 func ParseHeader(s string) (name, value string, err error) {
 	rawName, rawValue, ok := strings.Cut(s, ":")
 	if !ok {
-		return "", "", fmt.Errorf("--header %q: want \"Name: value\", there is no colon", s)
+		// What follows the first word may be a secret typed without its
+		// colon ("Authorization Bearer ..."): it is not shown.
+		shown := s
+		if i := strings.IndexAny(s, " =\t"); i >= 0 {
+			shown = s[:i] + " " + MaskValue(strings.TrimSpace(s[i+1:]))
+		}
+		return "", "", fmt.Errorf("--header %q: want \"Name: value\", there is no colon", shown)
 	}
 	name, value = strings.TrimSpace(rawName), strings.TrimSpace(rawValue)
 	shown := s

@@ -31,7 +31,7 @@ func TestParseHeader(t *testing.T) {
 		in      string
 		wantErr string // the whole error is `--header "<in>": <wantErr>` unless it starts with "~"
 	}{
-		{"X-No-Colon value", `want "Name: value", there is no colon`},
+		{"X-No-Colon value", `~--header "X-No-Colon v…(5 bytes)": want "Name: value", there is no colon`},
 		{": value", "the header name is empty"},
 		{"   : value", "the header name is empty"},
 		{"X Bad: v", `"X Bad" is not a valid header name (an HTTP token)`},
@@ -160,5 +160,33 @@ func TestFetchDropsOwnedOptionsHeaders(t *testing.T) {
 	}
 	if extraHeaders(http.Header{"Host": {"x"}}) != nil || extraHeaders(nil) != nil {
 		t.Error("extraHeaders of nothing to send is not nil")
+	}
+}
+
+// WithoutSecrets leaves Options.Header's secret headers out of one request
+// and keeps the others.
+func TestFetchWithoutSecrets(t *testing.T) {
+	t.Parallel()
+	url, seen := headerServer(t)
+	o := testOptions()
+	o.Header = http.Header{"Authorization": {"Bearer abc"}, "X-Api-Key": {"k"}, "X-Team": {"crawl"}}
+	f := newTestFetcher(t, o)
+	if r := f.Fetch(context.Background(), Request{URL: url, WithoutSecrets: true}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	got := seen()[0]
+	if len(got["Authorization"]) != 0 || len(got["X-Api-Key"]) != 0 || len(got["X-Team"]) != 1 {
+		t.Errorf("headers sent %v: want X-Team alone of the extra ones", got)
+	}
+}
+
+// A header typed without its colon may hold a secret: the error names the
+// first word and hides the rest.
+func TestParseHeaderErrorHidesAValueWithoutColon(t *testing.T) {
+	for _, in := range []string{"Authorization Bearer s3cr3t-t0ken", "Authorization=s3cr3t-t0ken"} {
+		_, _, err := ParseHeader(in)
+		if err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "Authorization") {
+			t.Errorf("ParseHeader(%q) = %v: want an error naming Authorization without the secret", in, err)
+		}
 	}
 }
