@@ -197,9 +197,16 @@ func TestSeedsFromStandardInput(t *testing.T) {
 	if n := len(requested(site.Hosts()[0])); n != 3 {
 		t.Errorf("%d pages requested, want 3", n)
 	}
-	left, _ := filepath.Glob(filepath.Join(filepath.Dir(db), ".breakwater-seeds-*"))
+	left, _ := filepath.Glob(filepath.Join(filepath.Dir(db), seedsCopyPrefix(db)+"*"))
 	if len(left) > 0 {
 		t.Errorf("the copy of standard input was left behind: %v", left)
+	}
+	// A copy a killed run left behind goes with the next run of the file.
+	stale := filepath.Join(filepath.Dir(db), seedsCopyPrefix(db)+"123")
+	writeFile(t, stale, site.Roots()[0]+"\n")
+	mustRun(t, exitOK, "crawl", "--db", db, "--log-level", "warn")
+	if _, err := os.Stat(stale); err == nil {
+		t.Errorf("a stale copy of piped seeds was left: %s", stale)
 	}
 }
 

@@ -188,6 +188,7 @@ func crawlInto(ctx context.Context, dbPath string, opts crawl.Options, given fun
 	if fresh && len(opts.Seeds) == 0 && opts.SeedsFile == "" {
 		return usagef("no seed URLs: give them as arguments or with --seeds (or resume an existing --db)")
 	}
+	removeStaleSeedCopies(dbPath, opts.SeedsFile)
 	opts, changes, err := crawl.ResolveSettings(db, opts, given)
 	if err != nil {
 		return usageError{err}
@@ -268,7 +269,7 @@ func readSeedsFlag(path, dbPath string, log *slog.Logger) (seedsPath string, cle
 	}
 	if !isRegular(path) {
 		// Standard input, a pipe or a device can be read only once.
-		copyTo, err = os.CreateTemp(filepath.Dir(dbPath), ".breakwater-seeds-*")
+		copyTo, err = os.CreateTemp(filepath.Dir(dbPath), seedsCopyPrefix(dbPath)+"*")
 		if err != nil {
 			return "", nil, fmt.Errorf("--seeds %s: keep a copy of %s: %w", path, name, err)
 		}
@@ -314,4 +315,20 @@ func readSeedsFlag(path, dbPath string, log *slog.Logger) (seedsPath string, cle
 func isRegular(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && st.Mode().IsRegular()
+}
+
+// seedsCopyPrefix names the copies of piped seeds kept next to dbPath.
+func seedsCopyPrefix(dbPath string) string { return "." + filepath.Base(dbPath) + ".seeds-" }
+
+// removeStaleSeedCopies removes the copies of piped seeds that a crawl of
+// dbPath killed before its cleanup left behind. Only the crawl holding the
+// file's lock calls it, so no other run of dbPath is using one; keep is
+// this run's own.
+func removeStaleSeedCopies(dbPath, keep string) {
+	stale, _ := filepath.Glob(filepath.Join(filepath.Dir(dbPath), seedsCopyPrefix(dbPath)+"*"))
+	for _, p := range stale {
+		if p != keep {
+			os.Remove(p)
+		}
+	}
 }
