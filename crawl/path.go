@@ -170,6 +170,10 @@ func (e *Engine) takeToken(x *exchange) (disposition, bool) {
 // cut short by our own stop, or by the host's circuit opening meanwhile,
 // never got the host's answer: it is not an attempt and the URL goes back.
 func (e *Engine) request(x *exchange) (disposition, bool) {
+	var page fetch.Request
+	if !x.robots {
+		page = e.pageRequest(x) // reads the file for a refresh: before the request counts as in flight
+	}
 	ctx, done := x.host.beginRequest(e.fetchCtx)
 	defer done()
 	if x.robots {
@@ -178,7 +182,7 @@ func (e *Engine) request(x *exchange) (disposition, bool) {
 		}
 	} else {
 		x.requested = true
-		x.resp = e.fetcher.Fetch(ctx, e.pageRequest(x))
+		x.resp = e.fetcher.Fetch(ctx, page)
 	}
 	if x.resp != nil && cutShort(ctx, x.resp.Err) {
 		x.requested = false

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -22,14 +23,14 @@ func (e *Engine) record(x *exchange, v Verdict) disposition {
 	now := e.opts.Now()
 	e.reportOutcome(x.ticket, x.lease.Item.URL, v, now)
 	x.reported = true
-	if d, ok := e.refreshed(x, v, now); ok { // a 304, 404 or 410 to a refresh
-		return d
-	}
 	switch v.Class {
 	case breaker.OK:
-		if x.robots {
+		switch {
+		case x.robots:
 			e.storeRobots(x.lease.Item.Host, x.host, x.rules, now)
 			return released() // the URL itself is fetched on its next lease
+		case x.prior != nil && x.resp.Status == http.StatusNotModified:
+			return e.unchanged(x, now) // a refresh of a page that did not change
 		}
 		return e.succeeded(x, now)
 	case breaker.Throttled:
@@ -47,8 +48,11 @@ func (e *Engine) record(x *exchange, v Verdict) disposition {
 	}
 	r := e.result(x.lease.Item, x.resp, x.lease.Item.Attempts+1)
 	r.ErrorClass, r.Error = string(v.Class), v.Detail
-	if x.resp != nil && fetch.IsBlocked(x.resp.Err) {
+	switch {
+	case x.resp != nil && fetch.IsBlocked(x.resp.Err):
 		r.ErrorClass = "blocked"
+	case x.prior != nil && (r.Status == http.StatusNotFound || r.Status == http.StatusGone):
+		r.ErrorClass = gone // a refreshed page that is no more
 	}
 	return failed(r)
 }
@@ -69,11 +73,7 @@ func (e *Engine) reportOutcome(t breaker.Ticket, url string, v Verdict, now time
 
 func (e *Engine) succeeded(x *exchange, now time.Time) disposition {
 	it, resp := x.lease.Item, x.resp
-	x.host.mu.Lock()
-	if ch := x.host.pace.Succeeded(now); ch.Changed {
-		e.log.Info("pace recovered", "host", it.Host, "interval", ch.Interval.Seconds())
-	}
-	x.host.mu.Unlock()
+	e.paceSucceeded(x, now)
 	r := e.result(it, resp, it.Attempts+1)
 	var found []storage.Item
 	if resp.Status >= 300 && resp.Status < 400 {
@@ -203,5 +203,15 @@ func (e *Engine) result(it storage.Item, resp *fetch.Response, attempts int) *st
 func (e *Engine) submit(fn func(*storage.Batch)) {
 	if err := e.front.Submit(fn); err != nil {
 		e.log.Error("write", "err", err)
+	}
+}
+
+// paceSucceeded wins back some of the host's pace after an answer.
+func (e *Engine) paceSucceeded(x *exchange, now time.Time) {
+	x.host.mu.Lock()
+	ch := x.host.pace.Succeeded(now)
+	x.host.mu.Unlock()
+	if ch.Changed {
+		e.log.Info("pace recovered", "host", x.lease.Item.Host, "interval", ch.Interval.Seconds())
 	}
 }

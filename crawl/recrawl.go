@@ -26,7 +26,6 @@ import (
 	"net/http"
 	"time"
 
-	"breakwater/breaker"
 	"breakwater/fetch"
 	"breakwater/storage"
 )
@@ -36,7 +35,6 @@ const (
 	refreshBudget = 100 * time.Millisecond // of staging per housekeeping tick
 	refreshEvery  = time.Minute            // between passes, or RecrawlAfter if shorter
 	gone          = "gone"                 // the error class of a page now 404 or 410
-	notModified   = http.StatusNotModified
 )
 
 // refresher is where the walk over the stored results stands. Run touches
@@ -115,8 +113,6 @@ func (e *Engine) pageRequest(x *exchange) fetch.Request {
 	case err != nil:
 		e.log.Warn("read the page a refresh replaces", "url", it.URL, "err", err)
 		return req
-	case prior.Failed(): // a failed URL tried again (--retry-failed)
-		return req
 	}
 	x.prior = prior
 	h := http.Header{}
@@ -132,34 +128,11 @@ func (e *Engine) pageRequest(x *exchange) fetch.Request {
 	return req
 }
 
-// refreshed ends a refresh whose answer is about the page it refreshes: a
-// 304 keeps the stored page, a 404 or 410 records it gone. Any other answer
-// is recorded as for a first fetch.
-func (e *Engine) refreshed(x *exchange, v Verdict, now time.Time) (disposition, bool) {
-	if x.prior == nil || x.resp == nil || x.resp.Err != nil {
-		return disposition{}, false
-	}
-	switch s := x.resp.Status; {
-	case v.Class == breaker.OK && s == notModified:
-		return e.unchanged(x, now), true
-	case v.Class == breaker.Permanent && (s == http.StatusNotFound || s == http.StatusGone):
-		it := x.lease.Item
-		r := e.result(it, x.resp, it.Attempts+1)
-		r.ErrorClass, r.Error = gone, v.Detail
-		return failed(r), true
-	}
-	return disposition{}, false
-}
-
 // unchanged records a 304: the stored page stays (title, digest, length,
 // outlinks), with the status, time, duration and attempts of this check and
 // any validators the answer updated. Its links are not looked at again.
 func (e *Engine) unchanged(x *exchange, now time.Time) disposition {
-	x.host.mu.Lock()
-	if ch := x.host.pace.Succeeded(now); ch.Changed {
-		e.log.Info("pace recovered", "host", x.lease.Item.Host, "interval", ch.Interval.Seconds())
-	}
-	x.host.mu.Unlock()
+	e.paceSucceeded(x, now)
 	it := x.lease.Item
 	check := e.result(it, x.resp, it.Attempts+1)
 	r := *x.prior

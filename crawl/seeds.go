@@ -13,21 +13,11 @@ import (
 	"breakwater/storage"
 )
 
-// ReadSeeds reads one URL a line from r; blank lines and lines starting with
-// # are skipped, and a trailing " # comment" is allowed. Each line is read
-// as NormalizeSeed reads it. A bad line fails the whole file with an error
-// naming the file, the line and what is wrong.
-func ReadSeeds(r io.Reader, name string) ([]string, error) {
-	var seeds []string
-	err := ForEachSeed(r, name, nil, func(s string) error {
-		seeds = append(seeds, s)
-		return nil
-	})
-	return seeds, err
-}
-
-// ForEachSeed is ReadSeeds as a stream: fn gets each seed's URL in turn,
-// and an error from fn stops the reading and is returned. Seeds read as
+// ForEachSeed reads one seed a line from r, as a stream: fn gets each
+// seed's URL in turn (as NormalizeSeed reads it), and an error from fn
+// stops the reading and is returned. Blank lines and lines starting with #
+// are skipped, and a trailing " # comment" is allowed. A bad line fails the
+// whole file with an error naming the file, the line and what is wrong. Seeds read as
 // http:// for want of a scheme are logged to log, if not nil: the first
 // few one by one, then how many in all.
 func ForEachSeed(r io.Reader, name string, log *slog.Logger, fn func(url string) error) error {

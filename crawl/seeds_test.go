@@ -1,11 +1,22 @@
 package crawl_test
 
 import (
+	"io"
 	"strings"
 	"testing"
 
 	"breakwater/crawl"
 )
+
+// readSeeds collects what ForEachSeed reads.
+func readSeeds(r io.Reader, name string) ([]string, error) {
+	var seeds []string
+	err := crawl.ForEachSeed(r, name, nil, func(s string) error {
+		seeds = append(seeds, s)
+		return nil
+	})
+	return seeds, err
+}
 
 func TestReadSeeds(t *testing.T) {
 	tests := []struct {
@@ -24,7 +35,7 @@ func TestReadSeeds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := crawl.ReadSeeds(strings.NewReader(tt.in), "seeds.txt")
+			got, err := readSeeds(strings.NewReader(tt.in), "seeds.txt")
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
@@ -45,7 +56,7 @@ func FuzzReadSeeds(f *testing.F) {
 	f.Add("http://a.example/\n# c\nhttps://b.example/x?y#z\n")
 	f.Add("javascript:alert(1)\n")
 	f.Fuzz(func(t *testing.T, in string) {
-		seeds, err := crawl.ReadSeeds(strings.NewReader(in), "fuzz")
+		seeds, err := readSeeds(strings.NewReader(in), "fuzz")
 		if err != nil {
 			if !strings.Contains(err.Error(), "fuzz") {
 				t.Fatalf("error %q does not name the input", err)

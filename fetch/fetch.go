@@ -177,7 +177,7 @@ func New(o Options) *Fetcher {
 		// itself, and the body cap applies to the decoded bytes.
 	}
 	var rt *router
-	if o.Proxy != nil {
+	if o.Proxy != nil && !o.Proxy.direct() {
 		rt = newRouter(o, conns, direct)
 		rt.install(tr, o.UserAgent)
 	}

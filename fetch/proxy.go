@@ -53,6 +53,11 @@ func (p *Proxy) String() string {
 	return "direct"
 }
 
+// direct reports whether p sends nothing through a proxy (the zero
+// Proxy, or an environment that names none): the fetcher then needs no
+// router, and keeps its per-host caps.
+func (p *Proxy) direct() bool { return p.url == nil && p.env == nil }
+
 // isSOCKS reports whether p is one SOCKS5 proxy, dialled by the fetcher
 // itself rather than by the transport.
 func (p *Proxy) isSOCKS() bool {
@@ -72,6 +77,9 @@ func proxyFromEnv() (*Proxy, error) {
 		if _, err := parseProxyURL(raw); err != nil {
 			return nil, fmt.Errorf("--proxy env: %s %q: %w", v.name, redactProxy(v.value), err)
 		}
+	}
+	if cfg.HTTPProxy == "" && cfg.HTTPSProxy == "" {
+		return &Proxy{}, nil // the environment names no proxy: direct
 	}
 	return &Proxy{env: cfg.ProxyFunc()}, nil
 }

@@ -76,7 +76,7 @@ func TestParseProxyEnv(t *testing.T) {
 		env     map[string]string
 		wantErr string
 	}{
-		{map[string]string{}, ""},
+		{map[string]string{}, "direct"}, // names no proxy: as without --proxy
 		{map[string]string{"HTTP_PROXY": "http://proxy.corp:3128", "HTTPS_PROXY": "socks5://proxy.corp:1080"}, ""},
 		{map[string]string{"http_proxy": "proxy.corp:3128"}, ""}, // as net/http and curl take it
 		{map[string]string{"HTTPS_PROXY": "ftp://proxy.corp:21"}, `--proxy env: HTTPS_PROXY "ftp://proxy.corp:21": unsupported scheme "ftp"`},
@@ -87,6 +87,12 @@ func TestParseProxyEnv(t *testing.T) {
 			t.Setenv(k, v)
 		}
 		p, err := ParseProxy("env")
+		if tt.wantErr == "direct" {
+			if err != nil || !p.direct() {
+				t.Errorf("env %v: %v, %v; want direct", tt.env, p, err)
+			}
+			continue
+		}
 		if tt.wantErr == "" {
 			if err != nil || p.String() != "env" {
 				t.Errorf("env %v: %v, %v; want env", tt.env, p, err)

@@ -124,14 +124,17 @@ func (r *router) begin(req *http.Request) (_ *http.Request, rt *route) {
 		return req, nil
 	}
 	u := req.URL
-	rt = &route{host: strings.ToLower(u.Hostname()), port: u.Port()}
+	chosen, err := r.choose(u)
+	if chosen == nil && err == nil {
+		return req, nil // the environment says direct: as with no proxy at all
+	}
+	rt = &route{host: strings.ToLower(u.Hostname()), port: u.Port(), proxy: chosen, err: err}
 	if rt.port == "" {
 		rt.port = "80"
 		if u.Scheme == "https" {
 			rt.port = "443"
 		}
 	}
-	rt.proxy, rt.err = r.choose(u)
 	rt.hop = rt.proxy
 	if rt.proxy != nil && rt.proxy.Scheme == "https" {
 		hop := *rt.proxy

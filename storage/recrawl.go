@@ -93,6 +93,7 @@ func (db *DB) StageRefreshes(after uint64, staleBefore time.Time, limit int) (Re
 			}
 			scan.After = key
 		}
+		hosts := map[string]bool{}
 		for i, it := range items {
 			if err := results.Put(keys[i], records[i]); err != nil {
 				return err
@@ -100,7 +101,8 @@ func (db *DB) StageRefreshes(after uint64, staleBefore time.Time, limit int) (Re
 			if err := stage(tx, it); err != nil {
 				return err
 			}
-			if !slices.Contains(scan.Hosts, it.Host) {
+			if !hosts[it.Host] {
+				hosts[it.Host] = true
 				scan.Hosts = append(scan.Hosts, it.Host)
 			}
 		}
@@ -132,8 +134,10 @@ func decodeStaged(host string, k, v []byte) (Item, error) {
 	return it, nil
 }
 
-// Replaced returns the stored result that it's next result replaces (see
-// Item.Replaces), or ErrNotFound.
+// Replaced returns the stored page that it's next result replaces (see
+// Item.Replaces), or ErrNotFound: also when that result is a failure,
+// which is not decoded (a URL --retry-failed queued has nothing to ask
+// about).
 func (db *DB) Replaced(it Item) (*Result, error) {
 	if it.Replaces == 0 {
 		return nil, ErrNotFound
@@ -141,8 +145,8 @@ func (db *DB) Replaced(it Item) (*Result, error) {
 	var out *Result
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketResults).Get(u64(it.Replaces))
-		if v == nil {
-			return nil
+		if len(v) == 0 || v[0] == resultFailed {
+			return nil // a failure tried again (--retry-failed): no page to ask about
 		}
 		h, r, err := decodeResult(v)
 		if err != nil {
