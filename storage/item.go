@@ -29,9 +29,30 @@ type Item struct {
 	// Replaces is the key of the URL's earlier result that its next result
 	// replaces (a failed URL queued again by RequeueFailed); 0 for none.
 	Replaces uint64
+	// Referrer is the URL of the page (or sitemap) the URL was first found
+	// on; "" for a seed.
+	Referrer string
+	// Kind says how the fetched body is read: a page (links followed) or a
+	// sitemap (its URLs queued).
+	Kind ItemKind
+	// Lastmod is the sitemap's lastmod for the URL, as written; "" if none.
+	Lastmod string
 }
 
-const itemFormat = 2
+// ItemKind is what a queued URL is expected to hold.
+type ItemKind uint8
+
+const (
+	KindPage ItemKind = iota
+	KindSitemap
+)
+
+// Item formats: 2 has no Referrer, Kind or Lastmod (files written before
+// they were kept); 3 adds them. Both are read.
+const (
+	itemFormatV2 = 2
+	itemFormat   = 3
+)
 
 var errBadItem = errors.New("malformed frontier item")
 
@@ -43,13 +64,18 @@ func (it *Item) marshal(withHost bool) []byte {
 	if withHost {
 		host = it.Host
 	}
-	b := make([]byte, 0, 1+16+5*binary.MaxVarintLen64+len(host)+len(it.URL))
+	b := make([]byte, 0, 1+16+8*binary.MaxVarintLen64+len(host)+len(it.URL)+len(it.Referrer)+len(it.Lastmod))
 	b = append(b, itemFormat)
 	b = append(b, it.Hash[:]...)
 	b = binary.AppendUvarint(b, uint64(it.Depth))
 	b = binary.AppendUvarint(b, uint64(it.Attempts))
 	b = binary.AppendUvarint(b, uint64(it.Redirects))
 	b = binary.AppendUvarint(b, it.Replaces)
+	b = append(b, byte(it.Kind))
+	b = binary.AppendUvarint(b, uint64(len(it.Referrer)))
+	b = append(b, it.Referrer...)
+	b = binary.AppendUvarint(b, uint64(len(it.Lastmod)))
+	b = append(b, it.Lastmod...)
 	b = binary.AppendUvarint(b, uint64(len(host)))
 	b = append(b, host...)
 	return append(b, it.URL...)
@@ -57,12 +83,13 @@ func (it *Item) marshal(withHost bool) []byte {
 
 func unmarshalItem(b []byte) (Item, error) {
 	var it Item
-	if len(b) < 1+16 || b[0] != itemFormat {
+	if len(b) < 1+16 || (b[0] != itemFormat && b[0] != itemFormatV2) {
 		return it, errBadItem
 	}
+	format := b[0]
 	copy(it.Hash[:], b[1:17])
 	rest := b[17:]
-	var fields [5]uint64
+	var fields [4]uint64
 	for i := range fields {
 		v, n := binary.Uvarint(rest)
 		if n <= 0 {
@@ -70,14 +97,35 @@ func unmarshalItem(b []byte) (Item, error) {
 		}
 		fields[i], rest = v, rest[n:]
 	}
-	if fields[4] > uint64(len(rest)) {
-		return it, errBadItem
-	}
 	it.Depth, it.Attempts, it.Redirects = int(fields[0]), int(fields[1]), int(fields[2])
 	it.Replaces = fields[3]
-	it.Host = string(rest[:fields[4]])
-	it.URL = string(rest[fields[4]:])
+	var ok bool
+	if format == itemFormat {
+		if len(rest) < 1 {
+			return it, errBadItem
+		}
+		it.Kind, rest = ItemKind(rest[0]), rest[1:]
+		if it.Referrer, rest, ok = cutString(rest); !ok {
+			return it, errBadItem
+		}
+		if it.Lastmod, rest, ok = cutString(rest); !ok {
+			return it, errBadItem
+		}
+	}
+	if it.Host, rest, ok = cutString(rest); !ok {
+		return it, errBadItem
+	}
+	it.URL = string(rest)
 	return it, nil
+}
+
+// cutString takes a uvarint length and that many bytes off the front of b.
+func cutString(b []byte) (s string, rest []byte, ok bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return "", b, false
+	}
+	return string(b[k : k+int(n)]), b[k+int(n):], true
 }
 
 // seqKey orders a host's URLs FIFO within its queue bucket.
