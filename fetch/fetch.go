@@ -2,12 +2,14 @@ package fetch
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"slices"
+	"strings"
 	"time"
 
 	"breakwater/frontier"
@@ -80,6 +82,13 @@ type Options struct {
 	// host key it was dialled for (see hostKeysFor): true closes it and
 	// fails the dial. The crawl refuses hosts whose circuit is open.
 	Refuse func(hostKey string) bool
+	// Record keeps each exchange as it crossed the connection in
+	// Response.Wire, for an archive. Requests then use HTTP/1.1, and a body
+	// cut at MaxBody is still read off the wire up to RecordMax.
+	Record bool
+	// RecordMax caps the wire bytes kept of one response; 0 or less means
+	// DefaultRecordMax.
+	RecordMax int64
 	// Now is the clock for Response.Started and Duration; nil means time.Now.
 	Now func() time.Time
 }
@@ -106,6 +115,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.RecordMax <= 0 {
+		o.RecordMax = DefaultRecordMax
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -136,6 +148,7 @@ type Response struct {
 	Body        []byte // at most MaxBody bytes, decompressed
 	Truncated   bool   // the body was longer than MaxBody
 	Location    string // Location header resolved to an absolute http(s) URL; "" if none or invalid
+	Wire        *Wire  // the exchange as sent and received, with Options.Record; nil without
 	Started     time.Time
 	Duration    time.Duration
 	Err         error
@@ -173,13 +186,17 @@ func New(o Options) *Fetcher {
 		TLSHandshakeTimeout:    o.ConnectTimeout,
 		ResponseHeaderTimeout:  o.Timeout,
 		MaxResponseHeaderBytes: maxResponseHeaderBytes,
-		// Accept-Encoding is left to the transport: it then decodes gzip
-		// itself, and the body cap applies to the decoded bytes.
+		// Fetch asks for gzip and decodes it itself (see decodedBody): the
+		// transport would hide the encoded bytes an archive must keep.
+		DisableCompression: true,
 	}
 	var rt *router
 	if o.Proxy != nil && !o.Proxy.direct() {
 		rt = newRouter(o, conns, direct)
 		rt.install(tr, o.UserAgent)
+	}
+	if o.Record {
+		recordDials(tr, o.ConnectTimeout)
 	}
 	return &Fetcher{
 		opts:      o,
@@ -232,14 +249,25 @@ func (f *Fetcher) Fetch(ctx context.Context, in Request) *Response {
 	for name, values := range in.Header {
 		req.Header[http.CanonicalHeaderKey(name)] = values
 	}
+	if req.Header.Get("Accept-Encoding") == "" {
+		req.Header.Set("Accept-Encoding", "gzip")
+	}
 	if f.router != nil {
 		var rt *route
 		req, rt = f.router.begin(req)
 		defer f.router.end(rt) // after the body is read
 	}
+	var capt *capture
+	if f.opts.Record {
+		capt = &capture{wire: &Wire{limit: f.opts.RecordMax}}
+		req = capt.traced(req)
+	}
 	resp, err := f.client.Do(req)
 	if err != nil {
 		r.Err = err // a *url.Error already names the method and URL
+		if capt != nil {
+			capt.finish(req, nil, nil, false)
+		}
 		return r
 	}
 	defer resp.Body.Close() // unread rest: the transport drops the connection
@@ -248,11 +276,73 @@ func (f *Fetcher) Fetch(ctx context.Context, in Request) *Response {
 	if loc := resp.Header.Get("Location"); loc != "" {
 		r.Location, _ = frontier.Resolve(rawURL, loc) // invalid stays ""
 	}
-	r.Body, r.Truncated, err = readCapped(resp.Body, f.opts.MaxBody, resp.ContentLength)
+	var raw io.Reader = resp.Body
+	var tee *rawTee
+	if capt != nil {
+		tee = &rawTee{r: resp.Body, c: capt, limit: f.opts.RecordMax}
+		raw = tee
+	}
+	body, sizeHint := decodedBody(raw, resp)
+	r.Body, r.Truncated, err = readCapped(body, f.opts.MaxBody, sizeHint)
 	if err != nil {
 		r.Err = fmt.Errorf("read body of %s: %w", rawURL, err)
 	}
+	if capt != nil {
+		done := err == nil && !r.Truncated
+		if err == nil && r.Truncated {
+			done = drain(raw, capt, f.opts.RecordMax)
+		}
+		r.Wire = capt.finish(req, resp, tee.kept, done)
+	}
 	return r
+}
+
+// decodedBody returns the body to read for links and digests: a gzip body
+// decoded (Fetch asks for gzip, so it decodes it, as the transport would
+// have), any other as sent. The size hint is the declared length when the
+// bytes are not decoded, -1 otherwise.
+func decodedBody(raw io.Reader, resp *http.Response) (io.Reader, int64) {
+	switch strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))) {
+	case "gzip", "x-gzip":
+		return &lazyGzip{src: raw}, -1
+	}
+	return raw, resp.ContentLength
+}
+
+// lazyGzip opens the gzip stream on the first read, so a bad header is a
+// read error like any broken body.
+type lazyGzip struct {
+	src io.Reader
+	zr  *gzip.Reader
+}
+
+func (g *lazyGzip) Read(p []byte) (int, error) {
+	if g.zr == nil {
+		zr, err := gzip.NewReader(g.src)
+		if err != nil {
+			return 0, fmt.Errorf("gzip body: %w", err)
+		}
+		g.zr = zr
+	}
+	return g.zr.Read(p)
+}
+
+// drain reads the rest of a body cut at MaxBody, for the archive, until
+// its end (reported true), the record cap, or a failure: the page is
+// already read, so a failure here only leaves the record truncated.
+func drain(raw io.Reader, c *capture, limit int64) bool {
+	buf := make([]byte, 32<<10)
+	for read := int64(0); read < limit && !c.full(); {
+		n, err := raw.Read(buf)
+		read += int64(n)
+		if err == io.EOF {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+	return false
 }
 
 // CloseIdle closes the idle connections of every host.

@@ -1,0 +1,239 @@
+package fetch
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+	"time"
+)
+
+// DefaultRecordMax caps the wire bytes kept of one response when recording.
+const DefaultRecordMax int64 = 100 << 20
+
+// maxRequestCapture caps the request bytes kept: a GET is its header block,
+// which the transport already bounds; the cap only guards a runaway.
+const maxRequestCapture = 1 << 20
+
+// Wire is an exchange as it crossed the connection, for an archive: the
+// request as written and the response as read, status line, headers and
+// body, with the body's transfer framing (chunks) and content encoding
+// kept. It is set on a Response when Options.Record is on.
+type Wire struct {
+	Request  []byte
+	Response []byte
+	// Truncated is set when Response stops before the end of the body:
+	// it reached the record cap, or the exchange failed partway.
+	Truncated bool
+	// Rebuilt is set when the bytes could not be taken off the connection
+	// (an https target through an HTTP proxy, whose TLS the transport runs
+	// inside the tunnel) and were written back from the parsed exchange:
+	// headers in canonical form, the body without transfer framing.
+	Rebuilt bool
+	// RemoteIP is the address of the peer the bytes came from (a proxy's
+	// when there is one); "" if unknown.
+	RemoteIP string
+	// TLS is set when the exchange was over TLS.
+	TLS bool
+
+	limit int64
+	full  bool
+}
+
+func (w *Wire) addResponse(p []byte) {
+	room := w.limit - int64(len(w.Response))
+	if room <= 0 {
+		w.full = true
+		return
+	}
+	if int64(len(p)) > room {
+		p, w.full = p[:room], true
+	}
+	w.Response = append(w.Response, p...)
+}
+
+func (w *Wire) addRequest(p []byte) {
+	if room := maxRequestCapture - len(w.Request); room > 0 {
+		w.Request = append(w.Request, p[:min(len(p), room)]...)
+	}
+}
+
+// wireConn copies what crosses it into the Wire of the request that is
+// using it. HTTP/1.1 carries one exchange at a time on a connection: the
+// tap is set when the transport hands the connection to a request, before
+// the request is written, and its bytes until the next hand-over are that
+// exchange's. The transport's reader goroutine and the request's own
+// goroutine both reach the tap, hence the lock.
+type wireConn struct {
+	net.Conn
+	tls bool
+	mu  sync.Mutex
+	tap *Wire
+}
+
+func (c *wireConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.mu.Lock()
+		if c.tap != nil {
+			c.tap.addResponse(p[:n])
+		}
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+func (c *wireConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	if c.tap != nil {
+		c.tap.addRequest(p)
+	}
+	c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+func (c *wireConn) bind(w *Wire) {
+	c.mu.Lock()
+	c.tap = w
+	c.mu.Unlock()
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		w.RemoteIP = a.IP.String()
+	}
+	w.TLS = c.tls
+}
+
+// unbind stops copying into w; after it w is the caller's alone.
+func (c *wireConn) unbind(w *Wire) {
+	c.mu.Lock()
+	if c.tap == w {
+		c.tap = nil
+	}
+	c.mu.Unlock()
+}
+
+// full reports whether w has taken all it may; read under the conn's lock.
+func (c *wireConn) full(w *Wire) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return w.full
+}
+
+// recordDials makes tr's connections copy their exchanges, and its TLS
+// run here, over plain connections, offering HTTP/1.1 only: an archive
+// holds HTTP/1.1 messages, and the bytes to copy are those inside TLS.
+// https through an HTTP proxy is the exception (see Wire.Rebuilt).
+func recordDials(tr *http.Transport, connectTimeout time.Duration) {
+	plain := tr.DialContext
+	tr.ForceAttemptHTTP2 = false
+	tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{} // no h2
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := plain(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &wireConn{Conn: c}, nil
+	}
+	tr.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		c, err := plain(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		cfg := &tls.Config{}
+		if tr.TLSClientConfig != nil {
+			cfg = tr.TLSClientConfig.Clone()
+		}
+		if cfg.ServerName == "" {
+			cfg.ServerName = host
+		}
+		cfg.NextProtos = []string{"http/1.1"}
+		hctx, cancel := context.WithTimeout(ctx, connectTimeout)
+		defer cancel()
+		tc := tls.Client(c, cfg)
+		if err := tc.HandshakeContext(hctx); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("tls handshake with %s: %w", addr, err)
+		}
+		return &wireConn{Conn: tc, tls: true}, nil
+	}
+}
+
+// capture follows one request onto its connection.
+type capture struct {
+	wire *Wire
+	conn *wireConn // nil until the transport hands over a recording connection
+}
+
+// traced returns req with a trace that binds the capture to the
+// connection the transport gives it.
+func (c *capture) traced(req *http.Request) *http.Request {
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if wc, ok := info.Conn.(*wireConn); ok {
+			c.conn = wc
+			wc.bind(c.wire)
+		}
+	}}
+	return req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+}
+
+// full reports whether the capture has taken all it may.
+func (c *capture) full() bool { return c.conn != nil && c.conn.full(c.wire) }
+
+// finish detaches the capture; if nothing came off a connection, the
+// exchange is written back from what the transport parsed.
+func (c *capture) finish(req *http.Request, resp *http.Response, raw []byte, bodyDone bool) *Wire {
+	w := c.wire
+	if c.conn != nil {
+		c.conn.unbind(w)
+		w.Truncated = w.full || !bodyDone
+		return w
+	}
+	if resp == nil {
+		return nil
+	}
+	w.Rebuilt, w.TLS = true, req.URL.Scheme == "https"
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "GET %s HTTP/1.1\r\nHost: %s\r\n", req.URL.RequestURI(), req.Host)
+	req.Header.Write(&b)
+	b.WriteString("\r\n")
+	w.Request = bytes.Clone(b.Bytes())
+	b.Reset()
+	// The transport has taken any Transfer-Encoding out of the header:
+	// the body that follows is the de-chunked one it read.
+	fmt.Fprintf(&b, "HTTP/1.1 %s\r\n", resp.Status)
+	resp.Header.Write(&b)
+	b.WriteString("\r\n")
+	b.Write(raw)
+	w.Response = b.Bytes()
+	if int64(len(w.Response)) > w.limit {
+		w.Response, w.full = w.Response[:w.limit], true
+	}
+	w.Truncated = w.full || !bodyDone
+	return w
+}
+
+// rawTee keeps the raw body bytes for a capture that may have to be
+// rebuilt; it stops keeping once the capture is known to be on a
+// connection, or at the cap.
+type rawTee struct {
+	r     io.Reader
+	c     *capture
+	kept  []byte
+	limit int64
+}
+
+func (t *rawTee) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if n > 0 && t.c.conn == nil && int64(len(t.kept)) < t.limit {
+		t.kept = append(t.kept, p[:min(int64(n), t.limit-int64(len(t.kept)))]...)
+	}
+	return n, err
+}
