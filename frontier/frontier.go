@@ -39,6 +39,20 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives commit errors. Default slog.Default().
 	Logger *slog.Logger
+	// Archive, if set, acts on what each batch carries (Batch.Attached)
+	// right before the batch commits: a page is marked done only once its
+	// records are in the archive. An error stops the frontier, like a
+	// failed commit.
+	Archive Archive
+}
+
+// Archive is told about every commit of the frontier's writer.
+type Archive interface {
+	// BeforeCommit is called with each batch about to be committed; it
+	// may add operations to it.
+	BeforeCommit(b *storage.Batch) error
+	// AfterCommit follows a commit that succeeded.
+	AfterCommit()
 }
 
 func (o Options) withDefaults() Options {

@@ -38,10 +38,19 @@ func (f *Frontier) Started(l *Lease, next time.Time) {
 // Complete ends a lease with its result and the URLs it discovered; the
 // queue entry is deleted in the same commit that stores the result.
 func (f *Frontier) Complete(l *Lease, r *storage.Result, discovered []storage.Item) error {
+	return f.CompleteWith(l, r, discovered, nil)
+}
+
+// CompleteWith is Complete with attach, if not nil, carried by the commit
+// that stores the result (see storage.Batch.Attach and Options.Archive).
+func (f *Frontier) CompleteWith(l *Lease, r *storage.Result, discovered []storage.Item, attach any) error {
 	it := l.Item
 	rec := storage.EncodeResult(it, r)
 	entries := encodeQueued(discovered)
 	err := f.writer.submit(1+len(discovered), func(b *storage.Batch) {
+		if attach != nil {
+			b.Attach(attach)
+		}
 		b.CompleteRecord(it, rec)
 		for i, d := range discovered {
 			b.AddEncoded(d, entries[i])

@@ -218,8 +218,14 @@ func (w *writer) commit(b *storage.Batch, t taken) {
 	}
 	var committed *storage.Committed
 	var err error
-	if b.Len() > 0 {
+	if a := w.f.opts.Archive; a != nil && len(b.Attached()) > 0 {
+		err = a.BeforeCommit(b)
+	}
+	if err == nil && b.Len() > 0 {
 		committed, err = w.f.db.Commit(b)
+		if err == nil && w.f.opts.Archive != nil {
+			w.f.opts.Archive.AfterCommit()
+		}
 	}
 	if err != nil {
 		w.f.opts.Logger.Error("frontier commit failed; stopping", "ops", b.Len(), "err", err)

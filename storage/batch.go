@@ -19,7 +19,8 @@ import (
 // negative status) makes Commit fail.
 // The zero value is an empty batch.
 type Batch struct {
-	ops []op
+	ops      []op
+	attached []any
 }
 
 type opKind uint8
@@ -94,7 +95,17 @@ func (b *Batch) CompleteRecord(it Item, rec ResultRecord) {
 func (b *Batch) Reset() {
 	clear(b.ops)
 	b.ops = b.ops[:0]
+	clear(b.attached)
+	b.attached = b.attached[:0]
 }
+
+// Attach carries v with the batch to the code that commits it, which must
+// act on it before the commit (an archive writes the records of the pages
+// the batch marks done). Commit itself ignores it.
+func (b *Batch) Attach(v any) { b.attached = append(b.attached, v) }
+
+// Attached returns what was attached, in order.
+func (b *Batch) Attached() []any { return b.attached }
 
 // Defer moves it from the queue to the deferred bucket, due at due.
 func (b *Batch) Defer(it Item, due time.Time) {

@@ -38,7 +38,7 @@ var (
 	bucketCases       = []byte("cases")
 
 	allBuckets = [][]byte{bucketMeta, bucketSeen, bucketQueue, bucketDeferred, bucketResults,
-		bucketHosts, bucketRobots, bucketBreakers, bucketTransitions, bucketCases, bucketRefresh}
+		bucketHosts, bucketRobots, bucketBreakers, bucketTransitions, bucketCases, bucketRefresh, bucketCaptures}
 
 	keySchema   = []byte("schema")
 	keySettings = []byte("settings")

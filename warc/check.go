@@ -1,0 +1,154 @@
+package warc
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/nlnwa/gowarc/v3"
+)
+
+// Report is what Check found in a directory of WARC files.
+type Report struct {
+	Files   int
+	Records map[string]int // by WARC-Type
+	// Responses maps each WARC-Target-URI to the number of response and
+	// revisit records that hold it.
+	Responses map[string]int
+	// Unfinished are .open files: a crawl is writing them, or one crashed
+	// and has not been resumed.
+	Unfinished []string
+	// Problems are findings that make the archive wrong: unreadable
+	// records, digest mismatches, unpaired records, each naming its file
+	// and offset.
+	Problems []string
+}
+
+// OK reports whether the archive is complete and correct.
+func (r *Report) OK() bool { return len(r.Problems) == 0 && len(r.Unfinished) == 0 }
+
+// checkOptions read strictly but report every finding rather than stop
+// at the first: a finding is a problem all the same.
+var checkOptions = []gowarc.WarcRecordOption{
+	gowarc.WithSyntaxErrorPolicy(gowarc.ErrWarn),
+	gowarc.WithSpecViolationPolicy(gowarc.ErrWarn),
+	gowarc.WithUnknownRecordTypePolicy(gowarc.ErrWarn),
+	gowarc.WithBlockErrorPolicy(gowarc.ErrWarn),
+}
+
+// Check reads every WARC file in dir: each record parsed, its block and
+// payload digests recomputed, and every request paired with its response
+// (or revisit) through WARC-Concurrent-To.
+func Check(dir string) (*Report, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("warc-check: %w", err)
+	}
+	rep := &Report{Records: map[string]int{}, Responses: map[string]int{}}
+	for _, de := range entries {
+		name := de.Name()
+		switch {
+		case de.IsDir():
+		case strings.HasSuffix(name, openSuffix):
+			rep.Unfinished = append(rep.Unfinished, name)
+		case strings.HasSuffix(name, ".warc.gz") || strings.HasSuffix(name, ".warc"):
+			rep.Files++
+			if err := rep.checkFile(filepath.Join(dir, name)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return rep, nil
+}
+
+// exchangeRecord is what pairing needs of one request, response or revisit.
+type exchangeRecord struct {
+	where      string
+	typ        gowarc.RecordType
+	concurrent []string
+}
+
+func (rep *Report) checkFile(path string) error {
+	r, err := gowarc.NewWarcFileReader(path, 0, checkOptions...)
+	if err != nil {
+		return fmt.Errorf("warc-check: %w", err)
+	}
+	defer r.Close()
+	base := filepath.Base(path)
+	byID := map[string]*exchangeRecord{}
+	var order []string
+	for first := true; ; first = false {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		where := fmt.Sprintf("%s at offset %d", base, rec.Offset)
+		if err != nil {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: unreadable record: %v", where, err))
+			break // the rest of the file cannot be found
+		}
+		wr := rec.WarcRecord
+		findings := rec.Validation
+		if v, err := wr.ValidateDigest(); err != nil {
+			findings = append(findings, err)
+		} else {
+			findings = append(findings, v...)
+		}
+		for _, f := range findings {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s (%s %s): %v", where, wr.Type(),
+				wr.WarcHeader().Get(gowarc.WarcTargetURI), f))
+		}
+		typ := wr.Type()
+		rep.Records[typ.String()]++
+		if first && typ != gowarc.Warcinfo {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: the first record is a %s, not warcinfo", where, typ))
+		}
+		switch typ {
+		case gowarc.Response, gowarc.Revisit:
+			rep.Responses[wr.WarcHeader().Get(gowarc.WarcTargetURI)]++
+			fallthrough
+		case gowarc.Request:
+			id := wr.WarcHeader().GetId(gowarc.WarcRecordID)
+			byID[id] = &exchangeRecord{where: where, typ: typ, concurrent: idsOf(wr.WarcHeader().GetAll(gowarc.WarcConcurrentTo))}
+			order = append(order, id)
+		}
+		rec.Close()
+	}
+	for _, id := range order {
+		x := byID[id]
+		if !slices.ContainsFunc(x.concurrent, func(other string) bool { return pairs(x.typ, byID[other]) }) {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %s record %s has no %s paired with it", x.where, x.typ, id, partner(x.typ)))
+		}
+	}
+	return nil
+}
+
+// pairs reports whether other is the partner of a record of type typ.
+func pairs(typ gowarc.RecordType, other *exchangeRecord) bool {
+	if other == nil {
+		return false
+	}
+	if typ == gowarc.Request {
+		return other.typ == gowarc.Response || other.typ == gowarc.Revisit
+	}
+	return other.typ == gowarc.Request
+}
+
+func partner(typ gowarc.RecordType) string {
+	if typ == gowarc.Request {
+		return "response"
+	}
+	return "request"
+}
+
+func idsOf(values []string) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = strings.TrimSuffix(strings.TrimPrefix(v, "<"), ">")
+	}
+	return out
+}

@@ -1,0 +1,22 @@
+// Package warc writes the crawl's archive: WARC/1.1 files (ISO 28500) of
+// gzip members, one record each, that replay tools and indexers read.
+//
+// Every fetch is a request record and a response record that name each
+// other (WARC-Concurrent-To), with the bytes as they crossed the wire
+// (fetch.Wire) and sha1 block and payload digests in base32, as wget and
+// Heritrix write them. A payload archived before in the crawl is written
+// as an identical-payload-digest revisit of its first capture, and a
+// refresh's 304 as a server-not-modified revisit.
+//
+// The archive keeps step with the database (Writer is the frontier's
+// Archive): workers encode and compress their records (Writer.Encode),
+// the records ride the batch that marks their pages done, and the one
+// writer appends them and flushes the file before that batch commits.
+// The commit records how many bytes of the file it accounts for, and the
+// name of a new file is committed before the file exists. After a crash
+// Open cuts the unfinished file back to that size, so a page is in the
+// archive exactly when the database has it done: never missing, never
+// twice. Files are written as NAME.warc.gz.open and renamed when finished.
+//
+// Check reads an archive back, as `breakwater warc-check` does.
+package warc

@@ -1,0 +1,353 @@
+package warc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nlnwa/gowarc/v3"
+
+	"breakwater/storage"
+)
+
+// Defaults for Options' zero fields.
+const (
+	DefaultPrefix      = "breakwater"
+	DefaultMaxFileSize = 1 << 30
+)
+
+// openSuffix marks a file still being written.
+const openSuffix = ".open"
+
+// Options configure a Writer.
+type Options struct {
+	Dir    string // where the files go; created if missing
+	Prefix string // file names start with it; "" means DefaultPrefix
+	// MaxFileSize is the size (compressed, on disk) after which a file is
+	// finished and the next commit starts another; 0 means
+	// DefaultMaxFileSize.
+	MaxFileSize int64
+	// Dedupe writes a response whose payload was archived before in this
+	// crawl as a revisit of the first capture.
+	Dedupe bool
+	// Info is written into each file's warcinfo record, after the fields
+	// every file has (software, format, hostname), in order.
+	Info [][2]string
+	// Software names the writer in warcinfo, e.g. "breakwater/1.4".
+	Software string
+	// Hostname goes into file names and warcinfo; "" means os.Hostname.
+	Hostname string
+	Now      func() time.Time
+	Logger   *slog.Logger
+}
+
+// Writer appends the crawl's records to WARC files in step with the
+// crawl's commits (it is the frontier's Archive): the records of the
+// pages a commit marks done are in the file, flushed to disk, before that
+// commit, and the commit records how far the file is accounted for. A
+// crash can leave only records no commit accounted for at the end of a
+// file, and Open cuts them off: a page is in the archive exactly when the
+// database says it is done.
+type Writer struct {
+	db   *storage.DB
+	opts Options
+
+	// Touched by the frontier's writer goroutine only.
+	state  storage.ArchiveState // as the database has it
+	staged storage.ArchiveState // as the commit under way will have it
+	file   *os.File
+	size   int64 // bytes written to file
+
+	mu      sync.Mutex
+	pending map[string]storage.Capture // first captures written, not yet committed
+}
+
+// Open prepares the archive of the crawl in db: it finishes the file a
+// crashed run left open (cut back to what the database accounts for) and
+// returns a Writer that starts a new file at its first commit.
+func Open(db *storage.DB, o Options) (*Writer, error) {
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if strings.ContainsAny(o.Prefix, `/\`) {
+		return nil, fmt.Errorf("warc prefix %q: must not contain a path separator", o.Prefix)
+	}
+	if o.MaxFileSize <= 0 {
+		o.MaxFileSize = DefaultMaxFileSize
+	}
+	if o.Hostname == "" {
+		o.Hostname, _ = os.Hostname()
+		if o.Hostname == "" {
+			o.Hostname = "localhost"
+		}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("warc directory: %w", err)
+	}
+	state, _, err := db.ArchiveState()
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{db: db, opts: o, state: state, pending: map[string]storage.Capture{}}
+	if err := w.recover(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// recover finishes the file the last run was writing if it is still
+// open. Other .open files are not this crawl's to touch (another crawl
+// may share the directory); they are named in a warning.
+func (w *Writer) recover() error {
+	names, err := filepath.Glob(filepath.Join(w.opts.Dir, "*"+openSuffix))
+	if err != nil {
+		return fmt.Errorf("warc directory: %w", err)
+	}
+	for _, path := range names {
+		name := strings.TrimSuffix(filepath.Base(path), openSuffix)
+		if name != w.state.File {
+			w.opts.Logger.Warn("archive: leaving an unfinished WARC file alone: this crawl's database does not name it",
+				"file", path)
+			continue
+		}
+		if err := w.finishAt(path, w.state.Committed, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finishAt cuts the open file at path to size bytes, the end of its last
+// accounted-for record, and gives it its final name; a file with nothing
+// accounted for is removed.
+func (w *Writer) finishAt(path string, size int64, afterCrash bool) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("finish %s: %w", path, err)
+	}
+	if afterCrash && info.Size() != size {
+		w.opts.Logger.Warn("archive: cut an unfinished WARC file back to its last record of a page marked done; "+
+			"the pages of the records cut off were not marked done and will be fetched again",
+			"file", path, "bytes", info.Size(), "kept", size)
+	}
+	if size == 0 {
+		if err := os.Remove(path); err != nil {
+			return fmt.Errorf("remove %s, which holds no record of a page marked done: %w", path, err)
+		}
+		return syncDir(filepath.Dir(path))
+	}
+	if info.Size() > size {
+		if err := os.Truncate(path, size); err != nil {
+			return fmt.Errorf("cut %s back to %d bytes: %w", path, size, err)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("finish %s: %w", path, err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("finish %s: %w", path, err)
+	}
+	final := strings.TrimSuffix(path, openSuffix)
+	if err := os.Rename(path, final); err != nil {
+		return fmt.Errorf("finish %s: %w", path, err)
+	}
+	return syncDir(filepath.Dir(final))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Encode builds ex's records, on the caller's goroutine. With Dedupe, a
+// payload archived before becomes a revisit.
+func (w *Writer) Encode(ex Exchange) (*Entry, error) {
+	if !w.opts.Dedupe {
+		return encode(ex, nil)
+	}
+	return encode(ex, w.lookup)
+}
+
+func (w *Writer) lookup(digest string) (storage.Capture, bool, error) {
+	w.mu.Lock()
+	c, ok := w.pending[digest]
+	w.mu.Unlock()
+	if ok {
+		return c, true, nil
+	}
+	return w.db.LookupCapture(digest)
+}
+
+// BeforeCommit appends the records of the entries b carries and flushes
+// them to disk, then adds to b how far the file is now accounted for.
+func (w *Writer) BeforeCommit(b *storage.Batch) error {
+	wrote := false
+	for _, v := range b.Attached() {
+		e, ok := v.(*Entry)
+		if !ok {
+			continue
+		}
+		if w.file == nil {
+			if err := w.create(); err != nil {
+				return err
+			}
+		}
+		n, err := w.file.Write(e.data)
+		w.size += int64(n)
+		if err != nil {
+			return fmt.Errorf("write to %s: %w", w.file.Name(), err)
+		}
+		wrote = true
+		if e.first != nil {
+			w.mu.Lock()
+			if _, dup := w.pending[e.digest]; !dup {
+				w.pending[e.digest] = *e.first
+				b.PutCapture(e.digest, *e.first)
+			}
+			w.mu.Unlock()
+		}
+	}
+	if !wrote {
+		return nil
+	}
+	if err := w.file.Sync(); err != nil {
+		return fmt.Errorf("flush %s: %w", w.file.Name(), err)
+	}
+	w.staged = w.state
+	w.staged.Committed = w.size
+	b.PutArchiveState(w.staged)
+	return nil
+}
+
+// AfterCommit forgets the first captures now in the database and
+// finishes a full file.
+func (w *Writer) AfterCommit() {
+	w.mu.Lock()
+	clear(w.pending)
+	w.mu.Unlock()
+	if w.staged.File != "" {
+		w.state, w.staged = w.staged, storage.ArchiveState{}
+	}
+	if w.file != nil && w.state.Committed >= w.opts.MaxFileSize {
+		if err := w.finish(); err != nil {
+			w.opts.Logger.Error("archive: finish a full WARC file", "err", err)
+		}
+	}
+}
+
+// create starts the next file. Its name is committed to the database
+// before the file exists, so that after a crash Open knows it is this
+// crawl's; its warcinfo record is accounted for with the first commit.
+func (w *Writer) create() error {
+	now := w.opts.Now().UTC()
+	state := w.state
+	state.Serial++
+	state.File = fmt.Sprintf("%s-%s-%05d-%s.warc.gz", w.opts.Prefix, now.Format("20060102150405"), state.Serial,
+		fileSafe(w.opts.Hostname))
+	state.Committed = 0
+	if err := w.db.PutArchiveState(state); err != nil {
+		return fmt.Errorf("name the next WARC file: %w", err)
+	}
+	w.state = state
+	path := filepath.Join(w.opts.Dir, state.File+openSuffix)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("create WARC file: %w", err)
+	}
+	info, err := w.warcinfo(state.File, now)
+	if err == nil {
+		_, err = f.Write(info)
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("write the warcinfo record of %s: %w", path, err)
+	}
+	w.file, w.size = f, int64(len(info))
+	return nil
+}
+
+func (w *Writer) warcinfo(name string, now time.Time) ([]byte, error) {
+	b := gowarc.NewRecordBuilder(gowarc.Warcinfo, recordOptions...)
+	var fields bytes.Buffer
+	field := func(k, v string) { fmt.Fprintf(&fields, "%s: %s\r\n", k, v) }
+	field("software", w.opts.Software)
+	field("format", "WARC File Format 1.1")
+	field("conformsTo", "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/")
+	field("hostname", w.opts.Hostname)
+	for _, kv := range w.opts.Info {
+		field(kv[0], kv[1])
+	}
+	if _, err := b.Write(fields.Bytes()); err != nil {
+		b.Close()
+		return nil, err
+	}
+	b.AddWarcHeaderTime(gowarc.WarcDate, now)
+	b.AddWarcHeader(gowarc.WarcFilename, name)
+	b.AddWarcHeader(gowarc.ContentType, gowarc.ApplicationWarcFields)
+	rec, _, err := b.Build()
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Close()
+	var buf bytes.Buffer
+	if err := appendMember(&buf, rec); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// finish closes the current file at what the database accounts for and
+// gives it its final name.
+func (w *Writer) finish() error {
+	if w.file == nil {
+		return nil
+	}
+	path := w.file.Name()
+	err := w.file.Close()
+	w.file, w.size = nil, 0
+	if err != nil {
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	return w.finishAt(path, w.state.Committed, false)
+}
+
+// Close finishes the current file. It must follow the frontier's Close:
+// no commit may come after it.
+func (w *Writer) Close() error { return w.finish() }
+
+// fileSafe keeps a host name usable in a file name.
+func fileSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == os.PathSeparator || r < ' ' {
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+// ErrUnfinished is wrapped by Check's error for .open files.
+var ErrUnfinished = errors.New("unfinished WARC file")

@@ -1,0 +1,194 @@
+package warc
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"breakwater/storage"
+)
+
+func openDB(t *testing.T, path string) *storage.DB {
+	t.Helper()
+	db, err := storage.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func exchange(uri, body string, at time.Time) Exchange {
+	u := strings.TrimPrefix(uri, "http://127.0.0.1:1")
+	return Exchange{
+		URI:      uri,
+		Date:     at,
+		Request:  []byte("GET " + u + " HTTP/1.1\r\nHost: 127.0.0.1:1\r\nUser-Agent: test\r\n\r\n"),
+		Response: []byte(fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s", len(body), body)),
+		IP:       "127.0.0.1",
+	}
+}
+
+// commit stands in for the frontier's writer: entries ride a batch, the
+// archive writes them before the commit.
+func commit(t *testing.T, w *Writer, db *storage.DB, entries ...*Entry) {
+	t.Helper()
+	var b storage.Batch
+	for _, e := range entries {
+		b.Attach(e)
+	}
+	if err := w.BeforeCommit(&b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	w.AfterCommit()
+}
+
+func encodeAll(t *testing.T, w *Writer, exs ...Exchange) []*Entry {
+	t.Helper()
+	var out []*Entry
+	for _, ex := range exs {
+		e, err := w.Encode(ex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func TestWriterRoundTripDedupeAndRotation(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, filepath.Join(dir, "c.db"))
+	defer db.Close()
+	warcs := filepath.Join(dir, "warc")
+	w, err := Open(db, Options{Dir: warcs, Dedupe: true, MaxFileSize: 1500, Software: "breakwater/test",
+		Info: [][2]string{{"robots", "obey"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	commit(t, w, db, encodeAll(t, w, exchange("http://127.0.0.1:1/a", "same body", at), exchange("http://127.0.0.1:1/b", "other", at))...)
+	dup := encodeAll(t, w, exchange("http://127.0.0.1:1/c", "same body", at.Add(time.Second)))
+	if !dup[0].Revisit {
+		t.Fatal("a payload archived in an earlier commit was written in full, not as a revisit")
+	}
+	commit(t, w, db, dup...)
+	for i := range 6 {
+		commit(t, w, db, encodeAll(t, w, exchange(fmt.Sprintf("http://127.0.0.1:1/p%d", i), strings.Repeat("x", 400+i), at))...)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Check(warcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("check found problems: %v unfinished %v", rep.Problems, rep.Unfinished)
+	}
+	if rep.Files < 2 {
+		t.Errorf("files = %d: 1500-byte files should have rotated", rep.Files)
+	}
+	if rep.Records["revisit"] != 1 || rep.Records["response"] != 8 || rep.Records["request"] != 9 || rep.Records["warcinfo"] != rep.Files {
+		t.Errorf("records by type = %v over %d files", rep.Records, rep.Files)
+	}
+	for uri, n := range rep.Responses {
+		if n != 1 {
+			t.Errorf("%s is in %d response records", uri, n)
+		}
+	}
+	names, _ := filepath.Glob(filepath.Join(warcs, "breakwater-*-0000[0-9]-*.warc.gz"))
+	if len(names) != rep.Files {
+		t.Errorf("file names %v do not follow PREFIX-TIMESTAMP-SERIAL-HOSTNAME.warc.gz", names)
+	}
+}
+
+// A run killed after writing records but before the commit that accounts
+// for them leaves an .open file; the next Open cuts it back to what the
+// database says is done, and finishes it.
+func TestOpenCutsBackWhatNoCommitAccountedFor(t *testing.T) {
+	dir := t.TempDir()
+	dbPath := filepath.Join(dir, "c.db")
+	warcs := filepath.Join(dir, "warc")
+	db := openDB(t, dbPath)
+	w, err := Open(db, Options{Dir: warcs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	commit(t, w, db, encodeAll(t, w, exchange("http://127.0.0.1:1/done", "kept", at))...)
+	var b storage.Batch
+	for _, e := range encodeAll(t, w, exchange("http://127.0.0.1:1/lost", "not committed", at)) {
+		b.Attach(e)
+	}
+	if err := w.BeforeCommit(&b); err != nil { // written and flushed; the "crash" comes before the commit
+		t.Fatal(err)
+	}
+	w.file.Close()
+	db.Close()
+
+	db = openDB(t, dbPath)
+	defer db.Close()
+	w, err = Open(db, Options{Dir: warcs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if open, _ := filepath.Glob(filepath.Join(warcs, "*.open")); len(open) != 0 {
+		t.Fatalf(".open files left after recovery: %v", open)
+	}
+	commit(t, w, db, encodeAll(t, w, exchange("http://127.0.0.1:1/after", "resumed", at))...)
+	w.Close()
+	rep, err := Check(warcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("problems %v", rep.Problems)
+	}
+	if rep.Files != 2 {
+		t.Errorf("files = %d, want 2: the resumed crawl continues in a new file", rep.Files)
+	}
+	want := map[string]int{"http://127.0.0.1:1/done": 1, "http://127.0.0.1:1/after": 1}
+	if fmt.Sprint(rep.Responses) != fmt.Sprint(want) {
+		t.Errorf("responses %v, want %v", rep.Responses, want)
+	}
+}
+
+// A file created but never accounted for by a commit is removed; one the
+// database does not name is left alone.
+func TestOpenRemovesANewFileNoCommitReachedAndLeavesOthers(t *testing.T) {
+	dir := t.TempDir()
+	dbPath := filepath.Join(dir, "c.db")
+	warcs := filepath.Join(dir, "warc")
+	db := openDB(t, dbPath)
+	w, err := Open(db, Options{Dir: warcs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b storage.Batch
+	for _, e := range encodeAll(t, w, exchange("http://127.0.0.1:1/lost", "x", time.Now())) {
+		b.Attach(e)
+	}
+	if err := w.BeforeCommit(&b); err != nil {
+		t.Fatal(err)
+	}
+	w.file.Close()
+	foreign := filepath.Join(warcs, "other-crawl.warc.gz.open")
+	os.WriteFile(foreign, []byte("not ours"), 0o644)
+	db.Close()
+
+	db = openDB(t, dbPath)
+	defer db.Close()
+	if _, err := Open(db, Options{Dir: warcs}); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := filepath.Glob(filepath.Join(warcs, "*"))
+	if len(left) != 1 || left[0] != foreign {
+		t.Fatalf("files after recovery: %v, want only the foreign %s", left, foreign)
+	}
+}
