@@ -289,7 +289,14 @@ func (f *Fetcher) Fetch(ctx context.Context, in Request) *Response {
 	}
 	if capt != nil {
 		done := err == nil && !r.Truncated
-		if err == nil && r.Truncated {
+		switch {
+		case err == nil && r.Truncated:
+			done = drain(raw, capt, f.opts.RecordMax)
+		case err != nil && tee.err == io.EOF:
+			done = true // the body was all read; only its decoding failed
+		case err != nil && tee.err == nil:
+			// The decoding failed (a broken gzip body), not the exchange:
+			// the archive keeps what the server sent, to its end.
 			done = drain(raw, capt, f.opts.RecordMax)
 		}
 		r.Wire = capt.finish(req, resp, tee.kept, done)

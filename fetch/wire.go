@@ -228,10 +228,14 @@ type rawTee struct {
 	c     *capture
 	kept  []byte
 	limit int64
+	err   error // the body's own error, io.EOF at its end; nil while it reads
 }
 
 func (t *rawTee) Read(p []byte) (int, error) {
 	n, err := t.r.Read(p)
+	if err != nil {
+		t.err = err
+	}
 	if n > 0 && t.c.conn == nil && int64(len(t.kept)) < t.limit {
 		t.kept = append(t.kept, p[:min(int64(n), t.limit-int64(len(t.kept)))]...)
 	}
