@@ -58,6 +58,11 @@ func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.MaxDuration, "max-duration", o.MaxDuration, "stop cleanly after this long (0: no limit); exit code 3 if work is left")
 	fs.BoolVar(&o.RetryFailed, "retry-failed", o.RetryFailed, "put URLs recorded as failed back in the queue first")
 	fs.DurationVar(&o.RecrawlAfter, "recrawl-after", o.RecrawlAfter, "fetch again, conditionally and after new URLs, pages fetched longer ago than this (0: never; at least 1s)")
+	fs.StringVar(&o.WARC.Dir, "warc", "", "write every fetch, as it crossed the wire, to WARC/1.1 files in this directory (created if missing)")
+	fs.Int64Var(&o.WARC.Size, "warc-size", o.WARC.Size, "bytes after which a WARC file is finished and the next begun")
+	fs.StringVar(&o.WARC.Prefix, "warc-prefix", o.WARC.Prefix, "WARC file names: PREFIX-TIMESTAMP-SERIAL-HOSTNAME.warc.gz")
+	fs.Int64Var(&o.WARC.MaxRecord, "warc-max-record", o.WARC.MaxRecord, "wire bytes kept of one response; a longer one is cut and marked WARC-Truncated")
+	fs.BoolVar(&o.WARC.Dedupe, "warc-dedupe", o.WARC.Dedupe, "write a payload archived before in this crawl as a revisit record of its first capture")
 	fs.BoolVar(&o.BreakerEnabled, "breaker", o.BreakerEnabled, "per-host circuit breakers (--breaker=false for comparison runs)")
 	fs.IntVar(&o.Breaker.Threshold, "breaker-threshold", o.Breaker.Threshold, "consecutive failures that open a host's circuit")
 	fs.DurationVar(&o.Breaker.Rest, "breaker-rest", o.Breaker.Rest, "how long an open circuit rests before a probe")
@@ -137,6 +142,11 @@ func (c *crawlFlags) toOptions(args []string) error {
 		}
 		if abs, err := filepath.Abs(c.opts.Cookies); err == nil {
 			c.opts.Cookies = abs
+		}
+	}
+	if c.opts.WARC.Dir != "" {
+		if abs, err := filepath.Abs(c.opts.WARC.Dir); err == nil { // a resume from elsewhere writes to the same place
+			c.opts.WARC.Dir = abs
 		}
 	}
 	if c.seedsFile != "" {

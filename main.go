@@ -57,6 +57,7 @@ func commands() []command {
 		{"crawl", "crawl from seed URLs into a database file, or resume one", runCrawl},
 		{"status", "frontier counts, hosts, pages and failures", runStatus},
 		{"export", "write stored results (jsonl)", runExport},
+		{"warc-check", "read WARC files back: records by type, digests, pairs, unfinished files", runWARCCheck},
 		{"hosts", "hosts with breaker state, counts and pace", runHosts},
 		{"transitions", "the log of breaker transitions", runTransitions},
 		{"cases", "refusals that name the crawler; 'cases resolve HOST' releases one", runCases},

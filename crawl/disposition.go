@@ -143,7 +143,11 @@ func (e *Engine) settle(x *exchange, d disposition) {
 			r = e.fill(l.Item, r)
 		}
 		e.countResult(l.Item, r)
-		err = e.front.Complete(l, r, d.found)
+		var records any // the page is done in the commit that archives it
+		if entry := e.archiveEntry(x); entry != nil {
+			records = entry
+		}
+		err = e.front.CompleteWith(l, r, d.found, records)
 	case giveUpHost:
 		e.front.Release(l)
 		e.giveUp(l.Item.Host, now)

@@ -17,6 +17,7 @@ import (
 	"breakwater/frontier"
 	"breakwater/robots"
 	"breakwater/storage"
+	"breakwater/warc"
 )
 
 // Engine runs one crawl over one database file.
@@ -25,6 +26,7 @@ type Engine struct {
 	db      *storage.DB
 	front   *frontier.Frontier
 	fetcher Fetcher
+	archive *warc.Writer // nil without --warc
 	// closeHost closes one host's connections when its circuit opens; a
 	// no-op for a fetcher that has none of its own.
 	closeHost    func(host string)
@@ -116,14 +118,22 @@ func New(opts Options, db *storage.DB) (*Engine, error) {
 	}
 	// The frontier opens here, not in Run, so that the control socket can
 	// answer for this engine as soon as it exists. Run closes it.
-	front, err := frontier.Open(db, frontier.Options{HostConcurrency: opts.HostConcurrency,
-		Now: opts.Now, Logger: opts.Logger})
+	if err := e.openArchive(); err != nil {
+		return nil, err
+	}
+	fo := frontier.Options{HostConcurrency: opts.HostConcurrency, Now: opts.Now, Logger: opts.Logger}
+	if e.archive != nil {
+		fo.Archive = e.archive
+	}
+	front, err := frontier.Open(db, fo)
 	if err != nil {
+		e.closeArchive()
 		return nil, err
 	}
 	e.front = front
 	if err := e.useFetcher(opts.Fetcher); err != nil {
 		front.Close()
+		e.closeArchive()
 		return nil, err
 	}
 	return e, nil
@@ -137,7 +147,7 @@ func (e *Engine) useFetcher(f Fetcher) error {
 		fo := fetch.Options{UserAgent: o.UserAgent, Timeout: o.Timeout,
 			ConnectTimeout: o.ConnectTimeout, MaxBody: o.MaxBody, AllowPrivate: o.AllowPrivate,
 			MaxConnsPerHost: o.HostConcurrency, IdleConns: idleConnsFor(o.Workers),
-			Refuse: e.circuitOpen, Now: o.Now}
+			Refuse: e.circuitOpen, Now: o.Now, Record: o.WARC.Dir != "", RecordMax: o.WARC.MaxRecord}
 		var err error
 		if fo.Header, err = o.requestHeader(); err != nil {
 			return err
@@ -209,7 +219,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	stop()
 	e.heartbeat(e.opts.Now())
 	e.persistBreakers()
-	closeErr := e.front.Close()
+	closeErr := errors.Join(e.front.Close(), e.closeArchive())
 	e.closeFetcher()
 	counts, cerr := e.db.Counts()
 	sum := Summary{Exhausted: exhausted, Counts: counts, HeldWork: e.front.HeldWork(),

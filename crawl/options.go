@@ -11,6 +11,7 @@ import (
 	"breakwater/breaker"
 	"breakwater/fetch"
 	"breakwater/robots"
+	"breakwater/warc"
 )
 
 // Scope values: which discovered links are followed.
@@ -101,6 +102,9 @@ type Options struct {
 	// URLs, and fetches them with conditional requests (see recrawl.go).
 	// Zero (the default) means never; otherwise at least one second.
 	RecrawlAfter time.Duration
+	// WARC writes every fetch to WARC files (see package warc); its zero
+	// Dir means none.
+	WARC WARCOptions
 
 	// Retries is the number of further attempts after a transient
 	// failure. Default 3; zero means none.
@@ -161,7 +165,24 @@ func DefaultOptions() Options {
 		RetryBase:   2 * time.Second,
 		RetryMax:    10 * time.Minute,
 		RetryBudget: 0.2,
+		WARC: WARCOptions{Size: warc.DefaultMaxFileSize, Prefix: warc.DefaultPrefix,
+			MaxRecord: fetch.DefaultRecordMax, Dedupe: true},
 	}
+}
+
+// WARCOptions are the archive's settings (--warc...).
+type WARCOptions struct {
+	Dir string // where the files go; "" writes none
+	// Size is the size after which a file is finished and the next
+	// begun; 0 means warc.DefaultMaxFileSize.
+	Size int64
+	// Prefix starts the file names; "" means warc.DefaultPrefix.
+	Prefix string
+	// MaxRecord caps the wire bytes kept of one response (marked
+	// WARC-Truncated beyond it); 0 means fetch.DefaultRecordMax.
+	MaxRecord int64
+	// Dedupe writes a payload archived before as a revisit.
+	Dedupe bool
 }
 
 // breakerConfig is the registry's configuration: the options' with the
@@ -210,6 +231,12 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--give-up-after must be positive, got %s", o.GiveUpAfter)
 	case o.RecrawlAfter < 0 || o.RecrawlAfter > 0 && o.RecrawlAfter < time.Second:
 		return fmt.Errorf("--recrawl-after must be 0 (never) or at least 1s, got %s", o.RecrawlAfter)
+	case o.WARC.Size < 0 || o.WARC.Size > 0 && o.WARC.Size < 1<<20:
+		return fmt.Errorf("--warc-size must be at least 1MiB, got %d", o.WARC.Size)
+	case o.WARC.MaxRecord < 0:
+		return fmt.Errorf("--warc-max-record must not be negative, got %d", o.WARC.MaxRecord)
+	case strings.ContainsAny(o.WARC.Prefix, `/\`):
+		return fmt.Errorf("--warc-prefix %q must not contain a path separator", o.WARC.Prefix)
 	}
 	if _, err := o.requestHeader(); err != nil {
 		return err

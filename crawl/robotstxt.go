@@ -51,6 +51,9 @@ func (e *Engine) fetchRobots(ctx context.Context, x *exchange) (refused *hopRefu
 			}
 			x.resp = resp
 		}
+		if !cutShort(ctx, x.resp.Err) {
+			e.archiveAside(x.resp) // robots.txt is archived like any fetch, each hop as it came
+		}
 		return x.resp.Status, x.resp.Header.Get("Location"), x.resp.Body, x.resp.Err
 	}
 	scheme := "http"

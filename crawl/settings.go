@@ -51,6 +51,11 @@ type Settings struct {
 	RetryMax         Duration `json:"retry-max"`
 	RetryBudget      float64  `json:"retry-budget"`
 	RecrawlAfter     Duration `json:"recrawl-after"`
+	WARC             string   `json:"warc"`
+	WARCSize         int64    `json:"warc-size"`
+	WARCPrefix       string   `json:"warc-prefix"`
+	WARCMaxRecord    int64    `json:"warc-max-record"`
+	WARCDedupe       bool     `json:"warc-dedupe"`
 }
 
 // Duration is a time.Duration stored as its text ("1m30s"), readable in
@@ -80,7 +85,9 @@ func SettingsOf(o Options) Settings {
 		Breaker: o.BreakerEnabled, BreakerThreshold: o.Breaker.Threshold, BreakerRest: Duration(o.Breaker.Rest),
 		BreakerRestMax: Duration(o.Breaker.RestMax), BreakerProbes: o.Breaker.Probes,
 		GiveUpAfter: Duration(o.GiveUpAfter), Retries: o.Retries, RetryBase: Duration(o.RetryBase),
-		RetryMax: Duration(o.RetryMax), RetryBudget: o.RetryBudget, RecrawlAfter: Duration(o.RecrawlAfter)}
+		RetryMax: Duration(o.RetryMax), RetryBudget: o.RetryBudget, RecrawlAfter: Duration(o.RecrawlAfter),
+		WARC: o.WARC.Dir, WARCSize: o.WARC.Size, WARCPrefix: o.WARC.Prefix, WARCMaxRecord: o.WARC.MaxRecord,
+		WARCDedupe: o.WARC.Dedupe}
 }
 
 // applyTo sets o's crawl settings to s.
@@ -101,6 +108,8 @@ func (s Settings) applyTo(o *Options) error {
 	o.GiveUpAfter, o.Retries = time.Duration(s.GiveUpAfter), s.Retries
 	o.RetryBase, o.RetryMax, o.RetryBudget = time.Duration(s.RetryBase), time.Duration(s.RetryMax), s.RetryBudget
 	o.RecrawlAfter = time.Duration(s.RecrawlAfter)
+	o.WARC = WARCOptions{Dir: s.WARC, Size: s.WARCSize, Prefix: s.WARCPrefix, MaxRecord: s.WARCMaxRecord,
+		Dedupe: s.WARCDedupe}
 	return nil
 }
 

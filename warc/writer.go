@@ -208,7 +208,7 @@ func (w *Writer) BeforeCommit(b *storage.Batch) error {
 	wrote := false
 	for _, v := range b.Attached() {
 		e, ok := v.(*Entry)
-		if !ok {
+		if !ok || e == nil {
 			continue
 		}
 		if w.file == nil {

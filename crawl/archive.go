@@ -1,0 +1,90 @@
+package crawl
+
+import (
+	"fmt"
+
+	"breakwater/fetch"
+	"breakwater/storage"
+	"breakwater/warc"
+)
+
+// openArchive opens the crawl's WARC writer, or none without --warc. A
+// crashed run's unfinished file is finished here, before any new record.
+func (e *Engine) openArchive() error {
+	o := e.opts.WARC
+	if o.Dir == "" {
+		return nil
+	}
+	w, err := warc.Open(e.db, warc.Options{Dir: o.Dir, Prefix: o.Prefix, MaxFileSize: o.Size, Dedupe: o.Dedupe,
+		Software: "breakwater/" + Version, Now: e.opts.Now, Logger: e.log,
+		Info: [][2]string{{"robots", "obey"}, {"http-header-user-agent", e.opts.UserAgent},
+			{"isPartOf", e.db.Path()}}})
+	if err != nil {
+		return fmt.Errorf("--warc %s: %w", o.Dir, err)
+	}
+	e.archive = w
+	return nil
+}
+
+// archiveEntry encodes the exchange that ends a lease, for the commit that
+// stores its result: nil when there is no archive or nothing came back.
+// A 304 to a refresh is a revisit of the page it keeps.
+func (e *Engine) archiveEntry(x *exchange) *warc.Entry {
+	if e.archive == nil || x.resp == nil {
+		return nil
+	}
+	ex, ok := exchangeOf(x.resp)
+	if !ok {
+		return nil
+	}
+	if x.resp.Status == 304 && x.prior != nil {
+		ex.NotModified, ex.Previous = true, x.prior.FetchedAt
+	}
+	return e.encodeEntry(ex)
+}
+
+// archiveAside adds the records of a fetch that ends no lease of its own
+// (robots.txt) to the next commit.
+func (e *Engine) archiveAside(resp *fetch.Response) {
+	if e.archive == nil || resp == nil {
+		return
+	}
+	ex, ok := exchangeOf(resp)
+	if !ok {
+		return
+	}
+	if entry := e.encodeEntry(ex); entry != nil {
+		e.submit(func(b *storage.Batch) { b.Attach(entry) })
+	}
+}
+
+func (e *Engine) encodeEntry(ex warc.Exchange) *warc.Entry {
+	entry, err := e.archive.Encode(ex)
+	if err != nil {
+		e.log.Error("archive: encode records", "url", ex.URI, "err", err)
+		return nil
+	}
+	return entry
+}
+
+// exchangeOf is resp as it crossed the wire, if an answer came.
+func exchangeOf(resp *fetch.Response) (warc.Exchange, bool) {
+	w := resp.Wire
+	if w == nil || resp.Status == 0 || len(w.Response) == 0 {
+		return warc.Exchange{}, false
+	}
+	return warc.Exchange{URI: resp.URL, Date: resp.Started, Request: w.Request, Response: w.Response,
+		IP: w.RemoteIP, Truncated: w.Truncated}, true
+}
+
+// closeArchive finishes the file being written; the frontier has made its
+// last commit.
+func (e *Engine) closeArchive() error {
+	if e.archive == nil {
+		return nil
+	}
+	if err := e.archive.Close(); err != nil {
+		return fmt.Errorf("archive: %w", err)
+	}
+	return nil
+}
