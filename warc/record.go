@@ -2,10 +2,12 @@ package warc
 
 import (
 	"bytes"
+	"crypto/rand"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/klauspost/compress/gzip"
 	"github.com/nlnwa/gowarc/v3"
 
@@ -35,13 +37,32 @@ type Entry struct {
 	data []byte
 	// first is set on a response that is the first capture of its
 	// payload: the commit that archives it records it for revisits.
-	first   *storage.Capture
-	digest  string
-	Revisit bool // written as a revisit (its payload was archived before, or a 304)
+	first *claim
+	// Revisit is set when data holds a revisit (of a payload archived
+	// before, or for a 304).
+	Revisit bool
+	// of is the capture a revisit refers to when it was not yet written at
+	// encoding time; fallback then holds the full records, written instead
+	// if that capture is still not in the file (see BeforeCommit).
+	of       *claim
+	fallback []byte
 }
 
 // Size is the entry's size in the file.
 func (e *Entry) Size() int { return len(e.data) }
+
+// claim is a payload's first capture, from its encoding until the commit
+// that records it in the database.
+type claim struct {
+	digest  string
+	capture storage.Capture
+	written bool // its records are in the file (read and set by the writer goroutine)
+}
+
+// firstCapture says what an encoder knows of a payload digest: the
+// capture to refer to (known), an earlier capture not yet written (pending),
+// or neither, and then claim is this entry's to be the first.
+type firstCapture func(digest string, this storage.Capture) (known *storage.Capture, pending, claimed *claim, err error)
 
 // recordOptions make gowarc compute what the records lack: ids, lengths,
 // and sha1 digests in base32, as wget and Heritrix write them.
@@ -53,6 +74,28 @@ var recordOptions = []gowarc.WarcRecordOption{
 	gowarc.WithDefaultDigestEncoding(gowarc.Base32),
 	gowarc.WithFixContentLength(true),
 	gowarc.WithBufferMaxMemBytes(1 << 30), // the bytes are in memory already
+	gowarc.WithRecordIdFunc(newRecordID),
+}
+
+// newRecordID draws the uuid straight from crypto/rand: uuid's pooled
+// generator reads a flag gowarc writes on every NewRecordBuilder.
+func newRecordID() (string, error) {
+	id, err := uuid.NewRandomFromReader(rand.Reader)
+	if err != nil {
+		return "", err
+	}
+	return id.URN(), nil
+}
+
+// builderMu serializes gowarc.NewRecordBuilder, which writes a global
+// (uuid.EnableRandPool) each time it is called: a data race when workers
+// build records at once. The building itself runs in parallel.
+var builderMu sync.Mutex
+
+func newBuilder(typ gowarc.RecordType) gowarc.WarcRecordBuilder {
+	builderMu.Lock()
+	defer builderMu.Unlock()
+	return gowarc.NewRecordBuilder(typ, recordOptions...)
 }
 
 const (
@@ -61,9 +104,9 @@ const (
 )
 
 // encode builds the request and response (or revisit) records of ex.
-// lookup finds the first capture of a payload digest, for
-// --warc-dedupe; nil writes every payload in full.
-func encode(ex Exchange, lookup func(digest string) (storage.Capture, bool, error)) (*Entry, error) {
+// first finds the first capture of a payload, for --warc-dedupe; nil
+// writes every payload in full.
+func encode(ex Exchange, first firstCapture) (*Entry, error) {
 	date := ex.Date.UTC()
 	req, err := build(gowarc.Request, ex, date, ex.Request, contentTypeRequest)
 	if err != nil {
@@ -78,51 +121,68 @@ func encode(ex Exchange, lookup func(digest string) (storage.Capture, bool, erro
 	if ex.Truncated {
 		resp.WarcHeader().Set(gowarc.WarcTruncated, "length")
 	}
-	entry := &Entry{digest: resp.WarcHeader().Get(gowarc.WarcPayloadDigest)}
-	out := resp
+	// The request names the response; a revisit made of it keeps its id.
+	req.WarcHeader().AddId(gowarc.WarcConcurrentTo, resp.WarcHeader().GetId(gowarc.WarcRecordID))
+	resp.WarcHeader().AddId(gowarc.WarcConcurrentTo, req.WarcHeader().GetId(gowarc.WarcRecordID))
+	entry := &Entry{}
+	var revisit gowarc.WarcRecord
+	digest := resp.WarcHeader().Get(gowarc.WarcPayloadDigest)
 	switch {
 	case ex.NotModified:
 		ref := &gowarc.RevisitRef{Profile: gowarc.ProfileServerNotModifiedV1_1, TargetUri: ex.URI}
 		if !ex.Previous.IsZero() {
 			ref.TargetDate = ex.Previous.UTC().Format(time.RFC3339)
 		}
-		if out, err = resp.ToRevisitRecord(ref); err != nil {
+		if revisit, err = resp.ToRevisitRecord(ref); err != nil {
 			return nil, fmt.Errorf("revisit record of %s: %w", ex.URI, err)
 		}
-		entry.Revisit = true
-	case lookup != nil && entry.digest != "" && !ex.Truncated:
-		first, found, err := lookup(entry.digest)
+	case first != nil && digest != "" && !ex.Truncated:
+		known, pending, claimed, err := first(digest, storage.Capture{URI: ex.URI, Date: date})
 		if err != nil {
 			return nil, fmt.Errorf("look up the payload of %s: %w", ex.URI, err)
 		}
-		if !found {
-			entry.first = &storage.Capture{URI: ex.URI, Date: date}
+		entry.first, entry.of = claimed, pending
+		if pending != nil {
+			known = &pending.capture
+		}
+		if known == nil {
 			break
 		}
 		ref := &gowarc.RevisitRef{Profile: gowarc.ProfileIdenticalPayloadDigestV1_1,
-			TargetUri: first.URI, TargetDate: first.Date.UTC().Format(time.RFC3339)}
-		if out, err = resp.ToRevisitRecord(ref); err != nil {
+			TargetUri: known.URI, TargetDate: known.Date.UTC().Format(time.RFC3339)}
+		if revisit, err = resp.ToRevisitRecord(ref); err != nil {
 			return nil, fmt.Errorf("revisit record of %s: %w", ex.URI, err)
 		}
-		out.WarcHeader().Delete(gowarc.WarcTruncated) // gowarc marks every revisit; this one is whole
+		revisit.WarcHeader().Delete(gowarc.WarcTruncated) // gowarc marks every revisit; this one is whole
+	}
+	var reqData bytes.Buffer
+	if err := appendMember(&reqData, req); err != nil {
+		return nil, fmt.Errorf("write the records of %s: %w", ex.URI, err)
+	}
+	full := func() ([]byte, error) {
+		buf := bytes.NewBuffer(make([]byte, 0, reqData.Len()+len(ex.Response)/2+1024))
+		buf.Write(reqData.Bytes())
+		err := appendMember(buf, resp)
+		return buf.Bytes(), err
+	}
+	if revisit == nil {
+		entry.data, err = full()
+	} else {
 		entry.Revisit = true
-	}
-	// Each record names the other: readers pair them either way.
-	req.WarcHeader().AddId(gowarc.WarcConcurrentTo, out.WarcHeader().GetId(gowarc.WarcRecordID))
-	out.WarcHeader().AddId(gowarc.WarcConcurrentTo, req.WarcHeader().GetId(gowarc.WarcRecordID))
-	var buf bytes.Buffer
-	buf.Grow(len(ex.Request) + len(ex.Response)/2 + 2048)
-	for _, r := range []gowarc.WarcRecord{req, out} {
-		if err := appendMember(&buf, r); err != nil {
-			return nil, fmt.Errorf("write the records of %s: %w", ex.URI, err)
+		buf := bytes.NewBuffer(bytes.Clone(reqData.Bytes()))
+		if err = appendMember(buf, revisit); err == nil && entry.of != nil {
+			entry.fallback, err = full()
 		}
+		entry.data = buf.Bytes()
 	}
-	entry.data = buf.Bytes()
+	if err != nil {
+		return nil, fmt.Errorf("write the records of %s: %w", ex.URI, err)
+	}
 	return entry, nil
 }
 
 func build(typ gowarc.RecordType, ex Exchange, date time.Time, block []byte, contentType string) (gowarc.WarcRecord, error) {
-	b := gowarc.NewRecordBuilder(typ, recordOptions...)
+	b := newBuilder(typ)
 	if _, err := b.Write(block); err != nil {
 		b.Close()
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,8 +65,8 @@ type Writer struct {
 	file   *os.File
 	size   int64 // bytes written to file
 
-	mu      sync.Mutex
-	pending map[string]storage.Capture // first captures written, not yet committed
+	mu     sync.Mutex
+	claims map[string]*claim // first captures encoded, not yet committed
 }
 
 // Open prepares the archive of the crawl in db: it finishes the file a
@@ -100,7 +101,7 @@ func Open(db *storage.DB, o Options) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{db: db, opts: o, state: state, pending: map[string]storage.Capture{}}
+	w := &Writer{db: db, opts: o, state: state, claims: map[string]*claim{}}
 	if err := w.recover(); err != nil {
 		return nil, err
 	}
@@ -189,50 +190,71 @@ func (w *Writer) Encode(ex Exchange) (*Entry, error) {
 	if !w.opts.Dedupe {
 		return encode(ex, nil)
 	}
-	return encode(ex, w.lookup)
+	return encode(ex, w.firstCapture)
 }
 
-func (w *Writer) lookup(digest string) (storage.Capture, bool, error) {
+// firstCapture finds the first capture of digest: one encoded and not yet
+// committed (its claim), else one in the database; else this becomes it.
+func (w *Writer) firstCapture(digest string, this storage.Capture) (known *storage.Capture, pending, claimed *claim, err error) {
 	w.mu.Lock()
-	c, ok := w.pending[digest]
-	w.mu.Unlock()
-	if ok {
-		return c, true, nil
+	if c, ok := w.claims[digest]; ok {
+		w.mu.Unlock()
+		return nil, c, nil, nil
 	}
-	return w.db.LookupCapture(digest)
+	w.mu.Unlock()
+	c, ok, err := w.db.LookupCapture(digest)
+	if err != nil || ok {
+		return &c, nil, nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c, ok := w.claims[digest]; ok { // claimed meanwhile
+		return nil, c, nil, nil
+	}
+	claimed = &claim{digest: digest, capture: this}
+	w.claims[digest] = claimed
+	return nil, nil, claimed, nil
 }
 
 // BeforeCommit appends the records of the entries b carries and flushes
 // them to disk, then adds to b how far the file is now accounted for.
+//
+// A revisit must never outlive the capture it refers to: a crash cuts a
+// file back to a commit, so the capture must come before it in the file
+// or in the same commit. A revisit encoded while its capture was still on
+// its way (another worker's, not yet here) is written in full instead if
+// that capture is in neither.
 func (w *Writer) BeforeCommit(b *storage.Batch) error {
-	wrote := false
+	var entries []*Entry
 	for _, v := range b.Attached() {
-		e, ok := v.(*Entry)
-		if !ok || e == nil {
-			continue
-		}
-		if w.file == nil {
-			if err := w.create(); err != nil {
-				return err
+		if e, ok := v.(*Entry); ok && e != nil {
+			entries = append(entries, e)
+			if e.first != nil {
+				e.first.written = true // in this commit, whatever the order within it
 			}
 		}
-		n, err := w.file.Write(e.data)
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	if w.file == nil {
+		if err := w.create(); err != nil {
+			return err
+		}
+	}
+	for _, e := range entries {
+		data := e.data
+		if e.of != nil && !e.of.written {
+			data = e.fallback
+		}
+		n, err := w.file.Write(data)
 		w.size += int64(n)
 		if err != nil {
 			return fmt.Errorf("write to %s: %w", w.file.Name(), err)
 		}
-		wrote = true
 		if e.first != nil {
-			w.mu.Lock()
-			if _, dup := w.pending[e.digest]; !dup {
-				w.pending[e.digest] = *e.first
-				b.PutCapture(e.digest, *e.first)
-			}
-			w.mu.Unlock()
+			b.PutCapture(e.first.digest, e.first.capture)
 		}
-	}
-	if !wrote {
-		return nil
 	}
 	if err := w.file.Sync(); err != nil {
 		return fmt.Errorf("flush %s: %w", w.file.Name(), err)
@@ -243,11 +265,11 @@ func (w *Writer) BeforeCommit(b *storage.Batch) error {
 	return nil
 }
 
-// AfterCommit forgets the first captures now in the database and
-// finishes a full file.
+// AfterCommit forgets the claims now in the database and finishes a full
+// file.
 func (w *Writer) AfterCommit() {
 	w.mu.Lock()
-	clear(w.pending)
+	maps.DeleteFunc(w.claims, func(_ string, c *claim) bool { return c.written })
 	w.mu.Unlock()
 	if w.staged.File != "" {
 		w.state, w.staged = w.staged, storage.ArchiveState{}
@@ -291,7 +313,7 @@ func (w *Writer) create() error {
 }
 
 func (w *Writer) warcinfo(name string, now time.Time) ([]byte, error) {
-	b := gowarc.NewRecordBuilder(gowarc.Warcinfo, recordOptions...)
+	b := newBuilder(gowarc.Warcinfo)
 	var fields bytes.Buffer
 	field := func(k, v string) { fmt.Fprintf(&fields, "%s: %s\r\n", k, v) }
 	field("software", w.opts.Software)

@@ -192,3 +192,51 @@ func TestOpenRemovesANewFileNoCommitReachedAndLeavesOthers(t *testing.T) {
 		t.Fatalf("files after recovery: %v, want only the foreign %s", left, foreign)
 	}
 }
+
+// A duplicate encoded while the first capture of its payload is still on
+// its way is a revisit only if that capture reaches the file first or in
+// the same commit; committed ahead of it, it is written in full, so that
+// a crash between the two commits cannot leave a revisit of nothing.
+func TestRevisitNeverCommittedAheadOfItsCapture(t *testing.T) {
+	for _, sameCommit := range []bool{false, true} {
+		t.Run(fmt.Sprintf("same commit %v", sameCommit), func(t *testing.T) {
+			dir := t.TempDir()
+			db := openDB(t, filepath.Join(dir, "c.db"))
+			defer db.Close()
+			w, err := Open(db, Options{Dir: filepath.Join(dir, "warc"), Dedupe: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := time.Now()
+			first := encodeAll(t, w, exchange("http://127.0.0.1:1/first", "same", at))[0]
+			dup := encodeAll(t, w, exchange("http://127.0.0.1:1/dup", "same", at))[0]
+			if !dup.Revisit || dup.fallback == nil {
+				t.Fatalf("the duplicate of a capture on its way should be a revisit with a full fallback")
+			}
+			if sameCommit {
+				commit(t, w, db, dup, first)
+			} else {
+				commit(t, w, db, dup)
+				commit(t, w, db, first)
+			}
+			w.Close()
+			rep, err := Check(filepath.Join(dir, "warc"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantRevisits := 0
+			if sameCommit {
+				wantRevisits = 1
+			}
+			if !rep.OK() || rep.Records["revisit"] != wantRevisits || rep.Records["response"] != 2-wantRevisits {
+				t.Fatalf("records %v problems %v; want %d revisits", rep.Records, rep.Problems, wantRevisits)
+			}
+			// Once the first capture is committed, a later duplicate refers to
+			// the database's record of it and carries no fallback.
+			later := encodeAll(t, w, exchange("http://127.0.0.1:1/later", "same", at))[0]
+			if !later.Revisit || later.fallback != nil {
+				t.Errorf("a duplicate of a committed capture: revisit %v, fallback %d bytes", later.Revisit, len(later.fallback))
+			}
+		})
+	}
+}
