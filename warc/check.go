@@ -1,6 +1,8 @@
 package warc
 
 import (
+	"bufio"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -73,6 +75,11 @@ type exchangeRecord struct {
 }
 
 func (rep *Report) checkFile(path string) error {
+	if strings.HasSuffix(path, ".gz") {
+		if err := checkGzip(path); err != nil {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %v", filepath.Base(path), err))
+		}
+	}
 	r, err := gowarc.NewWarcFileReader(path, 0, checkOptions...)
 	if err != nil {
 		return fmt.Errorf("warc-check: %w", err)
@@ -151,4 +158,23 @@ func idsOf(values []string) []string {
 		out[i] = strings.TrimSuffix(strings.TrimPrefix(v, "<"), ">")
 	}
 	return out
+}
+
+// checkGzip reads every gzip member of path to its end: the record reader
+// stops at a record's length and would not see a damaged member trailer
+// (its CRC-32 and size).
+func checkGzip(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<16))
+	if err != nil {
+		return fmt.Errorf("gzip: %w", err)
+	}
+	if _, err := io.Copy(io.Discard, zr); err != nil {
+		return fmt.Errorf("gzip members do not check out: %w", err)
+	}
+	return nil
 }
