@@ -74,6 +74,7 @@ type Config struct {
 	Site            Size // 200 x 60
 	Workers         int  // crawl workers and ceiling goroutines: 64
 	HostConcurrency int  // crawl --host-concurrency and the ceiling's MaxConnsPerHost: 4
+	NoWARC          bool // skip the crawl section's second crawl, with --warc
 
 	// Dead host.
 	DeadSite         Size          // 800 x 60

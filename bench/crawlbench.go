@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
+	"strings"
 	"time"
 
 	"breakwater/crawl"
 	"breakwater/demosite"
 	"breakwater/storage"
+	"breakwater/warc"
 )
 
 // CrawlResult is the crawl section: the engine over the ceiling's site.
@@ -24,6 +27,9 @@ type CrawlResult struct {
 	RatioToCeiling float64       `json:"ratio_to_ceiling"` // 0 when the ceiling did not run
 	Traffic        Traffic       `json:"traffic"`
 	DBBytes        int64         `json:"db_bytes"`
+	// WARC is the same crawl again with --warc, run right after this one
+	// on the same site; nil when Config.NoWARC skipped it.
+	WARC *WARCRun `json:"warc,omitempty"`
 }
 
 // ceilingAndCrawl runs both sections on one site, the ceiling first: the
@@ -60,6 +66,15 @@ func (r *runner) ceilingAndCrawl(ctx context.Context) error {
 		res.RatioToCeiling = res.PagesPerSec / c.PagesPerSec
 	}
 	r.report.Crawl = res
+	if cfg.NoWARC {
+		return nil
+	}
+	cfg.logf("crawl: %s again with --warc", cfg.Site)
+	w, err := r.warcCrawl(ctx, site, res)
+	if err != nil {
+		return err
+	}
+	res.WARC = w
 	return nil
 }
 
@@ -74,6 +89,118 @@ func (r *runner) crawlOptions(site *demosite.Site) crawl.Options {
 	o.AllowPrivate = true
 	o.Logger = r.cfg.logger()
 	return o
+}
+
+// WARCRun is the crawl section's second crawl: the same options with
+// WARC.Dir set, into a fresh file and an empty directory, then the archive
+// read back with warc.Check (not in the wall time).
+type WARCRun struct {
+	Fetched        int64         `json:"fetched"`
+	Failed         int64         `json:"failed"`
+	Exhausted      bool          `json:"exhausted"`
+	Wall           time.Duration `json:"wall_ns"`
+	PagesPerSec    float64       `json:"pages_per_sec"`
+	RatioToCeiling float64       `json:"ratio_to_ceiling"` // 0 when the ceiling did not run
+	RatioToCrawl   float64       `json:"ratio_to_crawl"`   // to the crawl without --warc just before
+	Traffic        Traffic       `json:"traffic"`
+	DBBytes        int64         `json:"db_bytes"`
+	// Files and Bytes are the finished .warc.gz files and their sizes summed;
+	// BytesPerPage divides Bytes by Fetched (warcinfo and robots.txt
+	// records included).
+	Files        int     `json:"files"`
+	Bytes        int64   `json:"bytes"`
+	BytesPerPage float64 `json:"bytes_per_page"`
+	// Records counts warc.Check's records by WARC-Type.
+	Records map[string]int `json:"records"`
+	// PagesArchived is the URIs other than robots.txt held by exactly one
+	// response or revisit record, PagesArchivedTwice those held by more.
+	PagesArchived      int `json:"pages_archived"`
+	PagesArchivedTwice int `json:"pages_archived_twice"`
+	// CheckOK is warc.Check's verdict: no problem and no unfinished file.
+	CheckOK    bool     `json:"check_ok"`
+	Problems   []string `json:"problems,omitempty"` // the first few of Check's
+	NProblems  int      `json:"n_problems"`
+	Unfinished []string `json:"unfinished,omitempty"`
+}
+
+// Clean is whether the archive read back clean and holds every fetched
+// page in exactly one response or revisit record.
+func (w *WARCRun) Clean() bool {
+	return w.CheckOK && w.PagesArchivedTwice == 0 && int64(w.PagesArchived) == w.Fetched
+}
+
+// maxProblems is how many of Check's problems a report keeps.
+const maxProblems = 10
+
+// warcCrawl crawls site again as the crawl section did, archiving into a
+// fresh directory, and reads the archive back.
+func (r *runner) warcCrawl(ctx context.Context, site *demosite.Site, plain *CrawlResult) (*WARCRun, error) {
+	dir := filepath.Join(r.dir, "crawl-warc")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, err
+	}
+	opts := r.crawlOptions(site)
+	opts.WARC.Dir = dir
+	mark := markLogs(site)
+	run, err := r.runEngine(ctx, "crawl-warc", opts, nil)
+	if err != nil {
+		return nil, err
+	}
+	w := &WARCRun{Fetched: run.sum.Counts.Fetched, Failed: run.sum.Counts.Failed, Exhausted: run.sum.Exhausted,
+		Wall: run.wall, DBBytes: run.dbBytes, Traffic: trafficSince(site, mark)}
+	w.PagesPerSec = float64(w.Fetched) / run.wall.Seconds()
+	if c := r.report.Ceiling; c != nil && c.PagesPerSec > 0 {
+		w.RatioToCeiling = w.PagesPerSec / c.PagesPerSec
+	}
+	if plain.PagesPerSec > 0 {
+		w.RatioToCrawl = w.PagesPerSec / plain.PagesPerSec
+	}
+	if w.Files, w.Bytes, err = warcFiles(dir); err != nil {
+		return nil, err
+	}
+	if w.Fetched > 0 {
+		w.BytesPerPage = float64(w.Bytes) / float64(w.Fetched)
+	}
+	rep, err := warc.Check(dir)
+	if err != nil {
+		return nil, err
+	}
+	w.Records, w.CheckOK, w.NProblems, w.Unfinished = rep.Records, rep.OK(), len(rep.Problems), rep.Unfinished
+	w.Problems = rep.Problems[:min(len(rep.Problems), maxProblems)]
+	for uri, n := range rep.Responses {
+		switch {
+		case strings.HasSuffix(uri, "/robots.txt"):
+		case n == 1:
+			w.PagesArchived++
+		default:
+			w.PagesArchivedTwice++
+		}
+	}
+	if !w.Clean() {
+		r.cfg.logf("crawl: the WARC archive is NOT clean: Check OK %v (%d problems, %d unfinished), %d pages archived once, %d more than once, %d fetched",
+			w.CheckOK, w.NProblems, len(w.Unfinished), w.PagesArchived, w.PagesArchivedTwice, w.Fetched)
+	}
+	return w, nil
+}
+
+// warcFiles counts the finished WARC files in dir and sums their sizes.
+func warcFiles(dir string) (n int, bytes int64, err error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, de := range entries {
+		if de.IsDir() || !strings.HasSuffix(de.Name(), ".warc.gz") {
+			continue
+		}
+		info, err := de.Info()
+		if err != nil {
+			return 0, 0, err
+		}
+		n++
+		bytes += info.Size()
+	}
+	return n, bytes, nil
 }
 
 // engineRun is one crawl's outcome.
@@ -92,7 +219,12 @@ func (r *runner) runEngine(ctx context.Context, name string, opts crawl.Options,
 	if err != nil {
 		return engineRun{}, err
 	}
-	sum, err := crawlDB(ctx, opts, db)
+	var sum crawl.Summary
+	// The label lets one profile of several runs be split by run:
+	// go tool pprof -tagfocus run=crawl-warc.
+	pprof.Do(ctx, pprof.Labels("run", name), func(ctx context.Context) {
+		sum, err = crawlDB(ctx, opts, db)
+	})
 	run := engineRun{sum: sum, wall: r.cfg.since(start)}
 	if err == nil && inspect != nil {
 		err = inspect(db)

@@ -84,7 +84,7 @@ func (e *Engine) succeeded(x *exchange, now time.Time) disposition {
 			e.log.Debug("extract links", "url", it.URL, "err", err)
 		}
 		r.Title, r.Outlinks = title, len(links)
-		found = e.discover(links, it.Depth+1, 0)
+		found = e.discover(it.URL, links, it.Depth+1, 0)
 	}
 	return completed(r, found)
 }
@@ -105,17 +105,21 @@ func (e *Engine) redirect(it storage.Item, resp *fetch.Response, r *storage.Resu
 	if err != nil {
 		return nil
 	}
-	return e.discover([]frontier.Link{link}, it.Depth, it.Redirects+1)
+	return e.discover(it.URL, []frontier.Link{link}, it.Depth, it.Redirects+1)
 }
 
-// discover turns links into frontier items, keeping those in scope.
-func (e *Engine) discover(links []frontier.Link, depth, redirects int) []storage.Item {
+// discover turns links found on the page at from into frontier items,
+// keeping those in scope. from is their referrer: the seen set keeps the
+// first item of a URL, so a result names the page it was first found on.
+func (e *Engine) discover(from string, links []frontier.Link, depth, redirects int) []storage.Item {
 	var out []storage.Item
 	for _, link := range links {
 		// Links seen before (menus, footers: most of a page's links) are
 		// dropped here, so they never cost the writer anything.
 		if e.scope.allows(link.URL, link.Host, depth) && !e.db.Seen(link.Hash) {
-			out = append(out, link.Item(depth, redirects))
+			it := link.Item(depth, redirects)
+			it.Referrer = from
+			out = append(out, it)
 		}
 	}
 	return out
@@ -168,6 +172,7 @@ func (e *Engine) retryOrFail(x *exchange, v Verdict, now time.Time) disposition 
 
 func (e *Engine) fill(it storage.Item, r *storage.Result) *storage.Result {
 	r.URL, r.FinalURL, r.Host, r.Depth = it.URL, it.URL, it.Host, it.Depth
+	r.Referrer, r.Lastmod = it.Referrer, it.Lastmod
 	if r.FetchedAt.IsZero() {
 		r.FetchedAt = e.opts.Now().UTC()
 	}
@@ -183,7 +188,7 @@ func (e *Engine) result(it storage.Item, resp *fetch.Response, attempts int) *st
 	if resp == nil {
 		return r
 	}
-	r.Status, r.ContentType = resp.Status, resp.ContentType
+	r.Status, r.ContentType, r.Location = resp.Status, resp.ContentType, resp.Location
 	r.ETag, r.LastModified = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
 	r.Length, r.Truncated = int64(len(resp.Body)), resp.Truncated
 	r.FetchedAt = resp.Started.UTC()

@@ -493,6 +493,14 @@ func (w *batchWriter) promote(now time.Time, limit int) error {
 	return nil
 }
 
+// forItem is a FailHost template filled in for one of the host's URLs.
+func (template *Result) forItem(it Item) Result {
+	r := *template
+	r.URL, r.FinalURL, r.Host, r.Depth, r.Attempts = it.URL, it.URL, it.Host, it.Depth, it.Attempts
+	r.Referrer, r.Lastmod = it.Referrer, it.Lastmod
+	return r
+}
+
 func (w *batchWriter) failHost(host string, template *Result, inFlight []uint64) error {
 	hq, err := w.hostQueue(host, false)
 	if err != nil {
@@ -514,8 +522,7 @@ func (w *batchWriter) failHost(host string, template *Result, inFlight []uint64)
 	failed := make(map[uint64]bool, len(items))
 	for _, it := range items {
 		failed[it.Seq] = true
-		r := *template
-		r.URL, r.FinalURL, r.Host, r.Depth, r.Attempts = it.URL, it.URL, it.Host, it.Depth, it.Attempts
+		r := template.forItem(it)
 		if err := w.complete(it, EncodeResult(it, &r)); err != nil {
 			return err
 		}

@@ -299,8 +299,7 @@ func (w *batchWriter) failLane(host string, template *Result) error {
 		if err != nil {
 			return err
 		}
-		r := *template
-		r.URL, r.FinalURL, r.Host, r.Depth, r.Attempts = it.URL, it.URL, it.Host, it.Depth, it.Attempts
+		r := template.forItem(it)
 		return w.putResult(it, EncodeResult(it, &r))
 	})
 	if err != nil {

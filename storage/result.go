@@ -36,6 +36,13 @@ type Result struct {
 	// refresh sends them back as If-None-Match and If-Modified-Since.
 	ETag         string `json:"etag,omitempty"`
 	LastModified string `json:"last_modified,omitempty"`
+
+	// Referrer is the URL of the page (or sitemap) the URL was first found
+	// on; "" for a seed. Location is a redirect's target, resolved. Lastmod
+	// is the sitemap's lastmod for the URL, as written.
+	Referrer string `json:"referrer"`
+	Location string `json:"location,omitempty"`
+	Lastmod  string `json:"lastmod,omitempty"`
 }
 
 // Failed reports whether the result records a failure rather than a page.
@@ -94,7 +101,8 @@ func EncodeResult(it Item, r *Result) ResultRecord {
 	}
 	class := r.ErrorClass[:min(len(r.ErrorClass), maxClassLen)]
 	out := make([]byte, 0, 1+len(Hash{})+3+len(class)+64+len(r.URL)+len(r.Host)+len(r.ContentType)+
-		len(r.Title)+len(r.ErrorClass)+len(r.Error)+len(r.SHA256)/2+len(r.ETag)+len(r.LastModified))
+		len(r.Title)+len(r.ErrorClass)+len(r.Error)+len(r.SHA256)/2+len(r.ETag)+len(r.LastModified)+
+		len(r.Referrer)+len(r.Location)+len(r.Lastmod))
 	out = append(out, flag)
 	out = append(out, it.Hash[:]...)
 	out = binary.BigEndian.AppendUint16(out, uint16(min(max(r.Status, 0), 0xFFFF)))
@@ -110,6 +118,7 @@ const (
 	bodyNoFetchTime // FetchedAt is the zero time
 	bodyRawSHA256   // SHA256 is 64 lowercase hex digits, stored as 32 bytes
 	bodyValidators  // ETag and LastModified follow Error (records before them lack both)
+	bodyOrigin      // Referrer, Location and Lastmod follow (records before them lack all three)
 )
 
 // appendResultBody appends r's fields: a flags byte, then strings as a
@@ -133,6 +142,9 @@ func appendResultBody(out []byte, r *Result) []byte {
 	}
 	if r.ETag != "" || r.LastModified != "" {
 		flags |= bodyValidators
+	}
+	if r.Referrer != "" || r.Location != "" || r.Lastmod != "" {
+		flags |= bodyOrigin
 	}
 	out = append(out, flags)
 	out = appendString(out, r.URL)
@@ -161,6 +173,11 @@ func appendResultBody(out []byte, r *Result) []byte {
 	if flags&bodyValidators != 0 {
 		out = appendString(out, r.ETag)
 		out = appendString(out, r.LastModified)
+	}
+	if flags&bodyOrigin != 0 {
+		out = appendString(out, r.Referrer)
+		out = appendString(out, r.Location)
+		out = appendString(out, r.Lastmod)
 	}
 	return out
 }
@@ -308,7 +325,12 @@ func decodeResultBody(body []byte) (Result, error) {
 		r.ETag = d.string()
 		r.LastModified = d.string()
 	}
-	if d.bad || len(d.b) != 0 || f >= bodyValidators<<1 {
+	if f&bodyOrigin != 0 {
+		r.Referrer = d.string()
+		r.Location = d.string()
+		r.Lastmod = d.string()
+	}
+	if d.bad || len(d.b) != 0 || f >= bodyOrigin<<1 {
 		return Result{}, errBadResult
 	}
 	return r, nil

@@ -36,6 +36,9 @@ func drawResult(t *rapid.T) Result {
 	if rapid.Bool().Draw(t, "validators") {
 		r.ETag, r.LastModified = str("etag"), str("last_modified")
 	}
+	if rapid.Bool().Draw(t, "origin") {
+		r.Referrer, r.Location, r.Lastmod = str("referrer"), str("location"), str("lastmod")
+	}
 	if rapid.Bool().Draw(t, "fetched") {
 		r.FetchedAt = time.Unix(0, rapid.Int64().Draw(t, "fetched_at"))
 	}
