@@ -23,9 +23,12 @@ import (
 )
 
 // exportKeys are the keys of one exported line (the documented format);
-// "host" may come too, and "etag" and "last_modified" when the page sent them.
+// "host" may come too, "etag" and "last_modified" when the page sent them,
+// "location" for a redirect and "lastmod" for a URL a sitemap listed.
 var exportKeys = []string{"url", "final_url", "status", "content_type", "length", "truncated",
-	"fetched_at", "duration_ms", "depth", "title", "outlinks", "sha256", "attempts", "error_class", "error"}
+	"fetched_at", "duration_ms", "depth", "title", "outlinks", "sha256", "attempts", "error_class", "error", "referrer"}
+
+var optionalExportKeys = []string{"host", "etag", "last_modified", "location", "lastmod"}
 
 // export runs `export --format jsonl` and decodes every line, checking that
 // each is one JSON object with exactly the documented keys.
@@ -42,7 +45,7 @@ func export(t *testing.T, db string) []map[string]any {
 		}
 		keys := make([]string, 0, len(row))
 		for k := range row {
-			if k != "host" && k != "etag" && k != "last_modified" {
+			if !slices.Contains(optionalExportKeys, k) {
 				keys = append(keys, k)
 			}
 		}
@@ -99,8 +102,8 @@ func TestCrawlStatusExport(t *testing.T) {
 			t.Errorf("fetched_at of %v: %v", row["url"], err)
 		}
 	}
-	if r := mustRun(t, exitUsage, "export", "--db", db, "--format", "csv"); !strings.Contains(r.stderr, "--format") {
-		t.Errorf("export --format csv should name the flag:\n%s", r)
+	if r := mustRun(t, exitUsage, "export", "--db", db, "--format", "xml"); !strings.Contains(r.stderr, `--format "xml": want jsonl or csv`) {
+		t.Errorf("export --format xml should name the flag and the formats:\n%s", r)
 	}
 }
 

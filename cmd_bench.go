@@ -28,6 +28,7 @@ type benchFlags struct {
 	tmpDir     string
 	asJSON     bool
 	offCap     time.Duration
+	noWARC     bool
 	log        logFlags
 }
 
@@ -36,6 +37,7 @@ func (b *benchFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&b.only, "only", "", "comma-separated sections to run: "+strings.Join(bench.AllSections, ",")+" (default all)")
 	fs.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (every section but memory) to this file")
 	fs.DurationVar(&b.offCap, "breaker-off-cap", 0, "stop the breaker-off dead-host run after this long (default 40m, which runs it to the end in about 17m; --quick 10s)")
+	fs.BoolVar(&b.noWARC, "no-warc", false, "skip the crawl section's second crawl, with --warc")
 	fs.StringVar(&b.tmpDir, "tmpdir", "", "directory for the run's temporary databases (default: the system's)")
 	fs.BoolVar(&b.asJSON, "json", false, "print the report as JSON instead of a table")
 	b.log.addFlags(fs)
@@ -93,6 +95,7 @@ func (b *benchFlags) config(stderr io.Writer) (bench.Config, error) {
 		return cfg, err
 	}
 	cfg.TempDir = b.tmpDir
+	cfg.NoWARC = b.noWARC
 	cfg.Log = func(format string, args ...any) { fmt.Fprintf(stderr, "bench: "+format+"\n", args...) }
 	exe, err := os.Executable()
 	if err != nil {

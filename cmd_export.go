@@ -3,40 +3,126 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
+	"time"
 
+	"breakwater/control"
 	"breakwater/storage"
+)
+
+// csvColumns are export --format csv's columns, in order; failedColumns
+// are --failed's, what a user needs to rerun a failure, report it, or fix
+// the page holding a broken link.
+var (
+	csvColumns = []string{"url", "status", "error_class", "error", "attempts", "referrer", "final_url", "location",
+		"content_type", "length", "truncated", "fetched_at", "duration_ms", "depth", "title", "outlinks", "sha256",
+		"etag", "last_modified", "lastmod", "host"}
+	failedColumns = []string{"url", "error_class", "status", "error", "attempts", "referrer", "depth", "fetched_at"}
 )
 
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("export", "export [flags] > results.jsonl", stdout)
-	dbPath := fs.String("db", "breakwater.db", "database file")
-	format := fs.String("format", "jsonl", "output format: jsonl (one JSON object a line)")
-	failedOnly := fs.Bool("failed", false, "export only failed URLs")
+	dbPath := fs.String("db", "breakwater.db", "database file (a running crawl on it answers through its control socket)")
+	format := fs.String("format", "jsonl", "jsonl (one JSON object a line) or csv (RFC 4180, a header row, one row per URL; columns: "+
+		"the --failed ones with --failed)")
+	failedOnly := fs.Bool("failed", false, "export only failed URLs (csv columns: url, error_class, status, error, attempts, referrer, depth, fetched_at)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *format != "jsonl" {
-		return usagef("--format %q: only jsonl is supported", *format)
-	}
-	db, err := openExisting(*dbPath)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
+	var write func(*storage.Result) error
 	w := bufio.NewWriterSize(stdout, 64<<10)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	err = db.ForEachResult(func(r *storage.Result) error {
-		if *failedOnly && !r.Failed() {
-			return nil
+	var flush func() error
+	switch *format {
+	case "jsonl":
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		write = func(r *storage.Result) error { return enc.Encode(r) }
+		flush = w.Flush
+	case "csv":
+		cw := csv.NewWriter(w)
+		cols := csvColumns
+		if *failedOnly {
+			cols = failedColumns
 		}
-		return enc.Encode(r)
-	})
+		if err := cw.Write(cols); err != nil {
+			return err
+		}
+		row := make([]string, len(cols))
+		write = func(r *storage.Result) error {
+			for i, c := range cols {
+				row[i] = csvField(r, c)
+			}
+			return cw.Write(row)
+		}
+		flush = func() error {
+			cw.Flush()
+			if err := cw.Error(); err != nil {
+				return err
+			}
+			return w.Flush()
+		}
+	default:
+		return usagef("--format %q: want jsonl or csv", *format)
+	}
+	err := withAPI(*dbPath, func(a control.API) error { return a.Results(*failedOnly, write) })
 	if err != nil {
 		return fmt.Errorf("export %s: %w", *dbPath, err)
 	}
-	return w.Flush()
+	return flush()
+}
+
+// csvField is column c of r, as the JSON export writes it.
+func csvField(r *storage.Result, c string) string {
+	switch c {
+	case "url":
+		return r.URL
+	case "status":
+		return strconv.Itoa(r.Status)
+	case "error_class":
+		return r.ErrorClass
+	case "error":
+		return r.Error
+	case "attempts":
+		return strconv.Itoa(r.Attempts)
+	case "referrer":
+		return r.Referrer
+	case "final_url":
+		return r.FinalURL
+	case "location":
+		return r.Location
+	case "content_type":
+		return r.ContentType
+	case "length":
+		return strconv.FormatInt(r.Length, 10)
+	case "truncated":
+		return strconv.FormatBool(r.Truncated)
+	case "fetched_at":
+		if r.FetchedAt.IsZero() {
+			return ""
+		}
+		return r.FetchedAt.UTC().Format(time.RFC3339Nano)
+	case "duration_ms":
+		return strconv.FormatInt(r.DurationMS, 10)
+	case "depth":
+		return strconv.Itoa(r.Depth)
+	case "title":
+		return r.Title
+	case "outlinks":
+		return strconv.Itoa(r.Outlinks)
+	case "sha256":
+		return r.SHA256
+	case "etag":
+		return r.ETag
+	case "last_modified":
+		return r.LastModified
+	case "lastmod":
+		return r.Lastmod
+	case "host":
+		return r.Host
+	}
+	panic("export: unknown csv column " + c)
 }

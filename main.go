@@ -56,7 +56,7 @@ func commands() []command {
 	return []command{
 		{"crawl", "crawl from seed URLs into a database file, or resume one", runCrawl},
 		{"status", "frontier counts, hosts, pages and failures", runStatus},
-		{"export", "write stored results (jsonl)", runExport},
+		{"export", "write stored results (jsonl or csv; --failed for failures only), also while a crawl runs", runExport},
 		{"warc-check", "read WARC files back: records by type, digests, pairs, unfinished files", runWARCCheck},
 		{"hosts", "hosts with breaker state, counts and pace", runHosts},
 		{"transitions", "the log of breaker transitions", runTransitions},

@@ -83,13 +83,13 @@ const (
 )
 
 func warcNote(w *WARCRun) []string {
-	notes := []string{fmt.Sprintf("Crawl with --warc: right after the crawl above, on the same site, the same "+
-		"options with WARC.Dir set to an empty directory (dedupe on, the default file size, prefix and record "+
-		"cap), into a fresh database file; the wall time is measured the same way. WARC bytes are the "+
-		"finished .warc.gz files' sizes summed, divided by the pages fetched (warcinfo and robots.txt records "+
-		"included; KB is 10^3 bytes). The archive is then read back with warc.Check (not timed): every record "+
-		"parsed, digests recomputed, requests paired with responses; each fetched page must be in exactly "+
-		"one response or revisit record.")}
+	notes := []string{"Crawl with --warc: right after the crawl above, on the same site, the same " +
+		"options with WARC.Dir set to an empty directory (dedupe on, the default file size, prefix and record " +
+		"cap), into a fresh database file; the wall time is measured the same way. WARC bytes are the " +
+		"finished .warc.gz files' sizes summed, divided by the pages fetched (warcinfo and robots.txt records " +
+		"included; KB is 10^3 bytes). The archive is then read back with warc.Check (not timed): every record " +
+		"parsed, digests recomputed, requests paired with responses; each fetched page must be in exactly " +
+		"one response or revisit record."}
 	notes = append(notes, fmt.Sprintf("For reference, the issue's measurement, not taken here: GNU wget 1.21 "+
 		"with --warc-file on a 200-host x 60-page local site fetched about %d distinct pages/s (and %s "+
 		"duplicate fetches of the same pages) and wrote about %s of WARC per page. This run with --warc: %s "+

@@ -93,7 +93,7 @@ func (r *Report) crawlRows() []Row {
 		rows = append(rows, Row{"crawl", "ratio to ceiling", pct(c.RatioToCeiling), ">= " + pct(TargetCrawlRatio),
 			verdict(c.RatioToCeiling >= TargetCrawlRatio)})
 	}
-	return append(rows,
+	rows = append(rows,
 		Row{"crawl", "page requests / distinct pages served", fmt.Sprintf("%d / %d", t.PageRequests, t.DistinctPages),
 			"no refetch", verdict(t.Duplicates() == 0 && t.DistinctPages == c.Site.URLs())},
 		Row{"crawl", "robots.txt requests (not counted above)", strconv.Itoa(t.RobotsRequests), "", ""},
@@ -108,7 +108,9 @@ func (r *Report) crawlRows() []Row {
 func (c *CrawlResult) warcRows() []Row {
 	w := c.WARC
 	var rows []Row
-	add := func(fig, val, target, v string) { rows = append(rows, Row{"crawl", "with --warc: " + fig, val, target, v}) }
+	add := func(fig, val, target, v string) {
+		rows = append(rows, Row{"crawl", "with --warc: " + fig, val, target, v})
+	}
 	add(fmt.Sprintf("distinct pages/s (%d fetched in %s)", w.Fetched, secs(w.Wall)), rate(w.PagesPerSec, "pages/s"), "", "")
 	if w.RatioToCeiling > 0 {
 		add("ratio to ceiling", pct(w.RatioToCeiling), ">= "+pct(TargetWARCRatio), verdict(w.RatioToCeiling >= TargetWARCRatio))

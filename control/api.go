@@ -31,6 +31,10 @@ type API interface {
 	// marks its open cases resolved, in the write that stores the released
 	// breaker: if that write fails, the cases stay open.
 	ResolveCase(host string) error
+	// Results calls fn with every stored result, or only the failures,
+	// as committed when the call began; fn's error stops it. A running
+	// crawl streams them, so an export never waits for the crawl to end.
+	Results(failedOnly bool, fn func(*storage.Result) error) error
 }
 
 // Args are the arguments of a command on the wire; each command reads the
@@ -40,6 +44,7 @@ type Args struct {
 	State  string    `json:"state,omitempty"`
 	Reason string    `json:"reason,omitempty"`
 	Since  time.Time `json:"since,omitzero"`
+	Failed bool      `json:"failed,omitempty"`
 }
 
 // Status is what `breakwater status` shows.
@@ -83,4 +88,14 @@ type LiveHost struct {
 	Throttles     int
 	Retries       int
 	FirstAttempts int
+}
+
+// ForEachResult is Results over a file: every result, or only failures.
+func ForEachResult(db *storage.DB, failedOnly bool, fn func(*storage.Result) error) error {
+	return db.ForEachResult(func(r *storage.Result) error {
+		if failedOnly && !r.Failed() {
+			return nil
+		}
+		return fn(r)
+	})
 }

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -59,6 +60,17 @@ func (c *Client) Unpause(host string) error {
 func (c *Client) ResolveCase(host string) error {
 	_, err := forward(c, cmdResolve, Args{Host: host})
 	return err
+}
+
+// Results asks the crawl for its results, streamed one a line.
+func (c *Client) Results(failedOnly bool, fn func(*storage.Result) error) error {
+	return stream(c.path, cmdResults, Args{Failed: failedOnly}, func(line json.RawMessage) error {
+		var r storage.Result
+		if err := json.Unmarshal(line, &r); err != nil {
+			return fmt.Errorf("control results: decode a result: %w", err)
+		}
+		return fn(&r)
+	})
 }
 
 // Open returns the API of the database at dbPath: a Client when a crawl

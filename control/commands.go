@@ -20,6 +20,10 @@ var (
 	cmdPause   = register("pause", func(api API, a Args) (done, error) { return done{}, api.Pause(a.Host, a.Reason) })
 	cmdUnpause = register("unpause", func(api API, a Args) (done, error) { return done{}, api.Unpause(a.Host) })
 	cmdResolve = register("resolve", func(api API, a Args) (done, error) { return done{}, api.ResolveCase(a.Host) })
+	// results streams: each result is one line of the answer (see stream).
+	cmdResults = registerStream("results", func(api API, a Args, emit func(any) error) error {
+		return api.Results(a.Failed, func(r *storage.Result) error { return emit(r) })
+	})
 )
 
 // command names an entry of the table for Client. R is what the entry
@@ -47,4 +51,22 @@ func register[R any](name string, call func(API, Args) (R, error)) command[R] {
 	}
 	commands[name] = func(api API, a Args) (any, error) { return call(api, a) }
 	return command[R]{name: name}
+}
+
+// streamHandler is a command whose answer is a stream of values.
+type streamHandler func(api API, a Args, emit func(any) error) error
+
+// streams maps each streaming command's name to its handler.
+var streams = map[string]streamHandler{}
+
+// registerStream adds a streaming command to the table.
+func registerStream(name string, call streamHandler) command[struct{}] {
+	if _, dup := commands[name]; dup {
+		panic(fmt.Sprintf("control: command %q registered twice", name))
+	}
+	if _, dup := streams[name]; dup {
+		panic(fmt.Sprintf("control: command %q registered twice", name))
+	}
+	streams[name] = call
+	return command[struct{}]{name: name}
 }

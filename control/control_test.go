@@ -35,6 +35,7 @@ type fakeAPI struct {
 	PauseFn       func(host, reason string) error
 	UnpauseFn     func(host string) error
 	ResolveCaseFn func(host string) error
+	ResultsFn     func(failedOnly bool, fn func(*storage.Result) error) error
 }
 
 var _ API = (*fakeAPI)(nil)
@@ -88,6 +89,13 @@ func (f *fakeAPI) ResolveCase(host string) error {
 		return errNotFaked
 	}
 	return f.ResolveCaseFn(host)
+}
+
+func (f *fakeAPI) Results(failedOnly bool, fn func(*storage.Result) error) error {
+	if f.ResultsFn == nil {
+		return errNotFaked
+	}
+	return f.ResultsFn(failedOnly, fn)
 }
 
 // serve starts Serve with api on a fresh socket in t.TempDir(); the test's
@@ -213,6 +221,71 @@ func TestEveryCommandRoundTrips(t *testing.T) {
 		if !slices.Contains(tested, name) {
 			t.Errorf("command %q is in the table but not in this test", name)
 		}
+	}
+	for name := range streams {
+		if name != "results" {
+			t.Errorf("streaming command %q has no test", name)
+		}
+	}
+}
+
+// Results streams every result the API gives, in order, with the filter
+// passed along; an error partway comes back as the error, and an answer
+// cut before its end line is an error too. A long stream does not hold up
+// the other commands.
+func TestResultsStream(t *testing.T) {
+	const n = 5000
+	var gotFilter []bool
+	release := make(chan struct{})
+	api := &fakeAPI{
+		StatusFn: func() (*Status, error) { return fStatus, nil },
+		ResultsFn: func(failedOnly bool, fn func(*storage.Result) error) error {
+			gotFilter = append(gotFilter, failedOnly)
+			for i := range n {
+				if i == n/2 && failedOnly {
+					<-release // a slow read, half way
+				}
+				r := &storage.Result{URL: fmt.Sprintf("http://a.example/%d", i), Status: 200,
+					Title: "comma, \"quote\"\nnewline", Referrer: "http://a.example/"}
+				if err := fn(r); err != nil {
+					return err
+				}
+			}
+			if !failedOnly {
+				return errors.New("disk on fire")
+			}
+			return nil
+		},
+	}
+	path, _ := serve(t, api)
+	client := NewClient(path)
+	done := make(chan error, 1)
+	var got []*storage.Result
+	go func() {
+		done <- client.Results(true, func(r *storage.Result) error { got = append(got, r); return nil })
+	}()
+	// While that stream waits half way, status still answers.
+	if st, err := client.Status(); err != nil || st.Seen != fStatus.Seen {
+		t.Fatalf("status during a stream: %+v, %v", st, err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("Results: %v", err)
+	}
+	if len(got) != n || got[n-1].URL != "http://a.example/4999" || got[0].Title != "comma, \"quote\"\nnewline" ||
+		got[0].Referrer != "http://a.example/" {
+		t.Fatalf("got %d results, last %+v", len(got), got[len(got)-1])
+	}
+	err := client.Results(false, func(*storage.Result) error { return nil })
+	if err == nil || err.Error() != "disk on fire" {
+		t.Errorf("a failing stream = %v, want its error", err)
+	}
+	if !slices.Equal(gotFilter, []bool{true, false}) {
+		t.Errorf("filters seen %v", gotFilter)
+	}
+	stop := errors.New("reader gave up")
+	if err := client.Results(true, func(*storage.Result) error { return stop }); !errors.Is(err, stop) {
+		t.Errorf("a reader's error = %v, want it back", err)
 	}
 }
 
@@ -395,4 +468,29 @@ func TestOpen(t *testing.T) {
 			t.Errorf("Open with a server = %T, want *Client", api)
 		}
 	})
+}
+
+// An answer that ends before its end line (the crawl died mid-export) is
+// an error, so an export never looks complete when it is not.
+func TestResultsStreamCutShort(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		json.NewDecoder(conn).Decode(new(request))
+		conn.Write([]byte(`{"data":{"url":"http://a.example/"}}` + "\n"))
+		conn.Close()
+	}()
+	n := 0
+	err = NewClient(path).Results(false, func(*storage.Result) error { n++; return nil })
+	if err == nil || !strings.Contains(err.Error(), "ended early") || n != 1 {
+		t.Fatalf("cut stream: %d results, err %v", n, err)
+	}
 }

@@ -14,7 +14,10 @@
 // it). Open picks Client or Offline for a file.
 //
 // Protocol: one JSON request {"cmd": name, "args": Args} and one JSON
-// response {"data": ..., "error": "..."} per connection. Serve answers
+// response {"data": ..., "error": "..."} per connection; a streaming
+// command (results, for export) answers instead with one {"data": ...}
+// line per value and a last {"end": true, "error": "..."} line, and a
+// client that sees no end line reports the answer cut short. Serve answers
 // requests one at a time by the command table (commands.go). Only the
 // process holding the database lock serves the socket, so a stale socket
 // file left by a killed crawl is safe to replace.

@@ -50,6 +50,11 @@ func (o *Offline) Transitions(host string, since time.Time) ([]storage.Transitio
 // Cases lists the recorded refusals.
 func (o *Offline) Cases() ([]storage.Case, error) { return ReadCases(o.db) }
 
+// Results reads the results from the file.
+func (o *Offline) Results(failedOnly bool, fn func(*storage.Result) error) error {
+	return ForEachResult(o.db, failedOnly, fn)
+}
+
 // Pause holds host open in the file; see API.
 func (o *Offline) Pause(host, reason string) error {
 	ch, err := PauseChange(host, reason)

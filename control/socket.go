@@ -1,6 +1,7 @@
 package control
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -68,30 +70,42 @@ func Serve(ctx context.Context, path string, api API, log *slog.Logger) (done <-
 		<-ctx.Done()
 		ln.Close()
 	}()
+	var streaming sync.WaitGroup // long answers, served beside the others
 	go func() {
 		defer close(finished)
+		defer streaming.Wait()
 		defer os.Remove(path)
 		for {
 			conn, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			serveConn(conn, api, log)
+			serveConn(conn, api, log, &streaming)
 		}
 	}()
 	return finished, nil
 }
 
 // serveConn answers one request inline: commands are quick and rare, and
-// answering them one at a time keeps them from racing each other.
-func serveConn(conn net.Conn, api API, log *slog.Logger) {
-	defer conn.Close()
+// answering them one at a time keeps them from racing each other. A
+// streaming command (a read, however long) is answered on its own
+// goroutine, so an export does not hold up a status.
+func serveConn(conn net.Conn, api API, log *slog.Logger, streaming *sync.WaitGroup) {
 	conn.SetDeadline(time.Now().Add(serverTimeout))
 	var req request
 	if err := json.NewDecoder(conn).Decode(&req); err != nil {
 		log.Warn("control: bad request", "err", err)
+		conn.Close()
 		return
 	}
+	if h, ok := streams[req.Cmd]; ok {
+		streaming.Go(func() {
+			defer conn.Close()
+			serveStream(conn, api, h, req)
+		})
+		return
+	}
+	defer conn.Close()
 	var resp response
 	data, err := dispatch(api, req)
 	if err == nil {
@@ -147,4 +161,76 @@ func call(path, cmd string, args Args, out any) error {
 		}
 	}
 	return nil
+}
+
+// streamLine is one line of a streamed answer: a value, or the last line,
+// which says whether the stream ended well.
+type streamLine struct {
+	Data  json.RawMessage `json:"data,omitempty"`
+	End   bool            `json:"end,omitempty"`
+	Error string          `json:"error,omitempty"`
+}
+
+// serveStream writes each value the command emits as a line, then the end
+// line. Each write has its own deadline: a reader that stops reading is
+// dropped, one that keeps reading may take as long as the answer needs.
+func serveStream(conn net.Conn, api API, h streamHandler, req request) {
+	w := bufio.NewWriterSize(conn, 64<<10)
+	enc := json.NewEncoder(w)
+	emit := func(v any) error {
+		data, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		conn.SetWriteDeadline(time.Now().Add(serverTimeout))
+		return enc.Encode(streamLine{Data: data})
+	}
+	var a Args
+	err := json.Unmarshal(req.Args, &a)
+	if err == nil {
+		err = h(api, a, emit)
+	}
+	end := streamLine{End: true}
+	if err != nil {
+		end.Error = err.Error()
+	}
+	conn.SetWriteDeadline(time.Now().Add(serverTimeout))
+	enc.Encode(end)
+	w.Flush()
+}
+
+// stream sends a streaming command and calls fn with each value of the
+// answer. An answer cut short before its end line is an error: an export
+// must not look complete when it is not.
+func stream(path string, cmd command[struct{}], args Args, fn func(json.RawMessage) error) error {
+	conn, err := net.DialTimeout("unix", path, dialTimeout)
+	if err != nil {
+		return ErrNoServer
+	}
+	defer conn.Close()
+	req := request{Cmd: cmd.name}
+	if req.Args, err = json.Marshal(args); err != nil {
+		return fmt.Errorf("control %s: %w", cmd.name, err)
+	}
+	conn.SetDeadline(time.Now().Add(clientTimeout))
+	if err := json.NewEncoder(conn).Encode(&req); err != nil {
+		return fmt.Errorf("control %s: send: %w", cmd.name, err)
+	}
+	dec := json.NewDecoder(bufio.NewReaderSize(conn, 64<<10))
+	for {
+		conn.SetReadDeadline(time.Now().Add(clientTimeout))
+		var line streamLine
+		if err := dec.Decode(&line); err != nil {
+			return fmt.Errorf("control %s: the answer ended early: %w", cmd.name, err)
+		}
+		if line.End {
+			if line.Error != "" {
+				return errors.New(line.Error)
+			}
+			return nil
+		}
+		if err := fn(line.Data); err != nil {
+			return err
+		}
+	}
 }

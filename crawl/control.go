@@ -45,6 +45,12 @@ func (c engineControl) Transitions(host string, since time.Time) ([]storage.Tran
 
 func (c engineControl) Cases() ([]storage.Case, error) { return control.ReadCases(c.e.db) }
 
+// Results reads the results in a read transaction, which the crawl's
+// commits do not wait for.
+func (c engineControl) Results(failedOnly bool, fn func(*storage.Result) error) error {
+	return control.ForEachResult(c.e.db, failedOnly, fn)
+}
+
 func (c engineControl) Pause(host, reason string) error {
 	ch, err := control.PauseChange(host, reason)
 	if err != nil {
