@@ -58,6 +58,7 @@ func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.MaxDuration, "max-duration", o.MaxDuration, "stop cleanly after this long (0: no limit); exit code 3 if work is left")
 	fs.BoolVar(&o.RetryFailed, "retry-failed", o.RetryFailed, "put URLs recorded as failed back in the queue first")
 	fs.DurationVar(&o.RecrawlAfter, "recrawl-after", o.RecrawlAfter, "fetch again, conditionally and after new URLs, pages fetched longer ago than this (0: never; at least 1s)")
+	fs.BoolVar(&o.Sitemaps, "sitemaps", o.Sitemaps, "queue the URLs of the sitemaps robots.txt names (else /sitemap.xml) of hosts in scope; --sitemaps=false for none")
 	fs.BoolVar(&o.BreakerEnabled, "breaker", o.BreakerEnabled, "per-host circuit breakers (--breaker=false for comparison runs)")
 	fs.IntVar(&o.Breaker.Threshold, "breaker-threshold", o.Breaker.Threshold, "consecutive failures that open a host's circuit")
 	fs.DurationVar(&o.Breaker.Rest, "breaker-rest", o.Breaker.Rest, "how long an open circuit rests before a probe")

@@ -11,6 +11,7 @@ import (
 	"breakwater/breaker"
 	"breakwater/fetch"
 	"breakwater/robots"
+	"breakwater/sitemap"
 )
 
 // Scope values: which discovered links are followed.
@@ -101,6 +102,10 @@ type Options struct {
 	// URLs, and fetches them with conditional requests (see recrawl.go).
 	// Zero (the default) means never; otherwise at least one second.
 	RecrawlAfter time.Duration
+	// Sitemaps reads the sitemaps of the hosts in scope: those robots.txt
+	// names, else the host's /sitemap.xml; their URLs are queued like
+	// links (see sitemaps.go). Default true.
+	Sitemaps bool
 
 	// Retries is the number of further attempts after a transient
 	// failure. Default 3; zero means none.
@@ -126,6 +131,11 @@ type Options struct {
 	// settings, set by ResolveSettings, are the crawl's settings New stores
 	// with the seeds' hosts; nil leaves the stored ones as they are.
 	settings *Settings
+
+	// sitemapLimits bound each sitemap file; zero fields take the
+	// sitemaps.org limits (sitemap.DefaultMaxURLs, DefaultMaxBytes). Tests
+	// lower them.
+	sitemapLimits sitemap.Limits
 
 	// housekeepEvery is how often breakers are persisted and due hosts given
 	// up on by the sweep; zero means 500ms. Tests lengthen it to show that
@@ -161,6 +171,7 @@ func DefaultOptions() Options {
 		RetryBase:   2 * time.Second,
 		RetryMax:    10 * time.Minute,
 		RetryBudget: 0.2,
+		Sitemaps:    true,
 	}
 }
 

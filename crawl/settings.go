@@ -51,6 +51,7 @@ type Settings struct {
 	RetryMax         Duration `json:"retry-max"`
 	RetryBudget      float64  `json:"retry-budget"`
 	RecrawlAfter     Duration `json:"recrawl-after"`
+	Sitemaps         bool     `json:"sitemaps"`
 }
 
 // Duration is a time.Duration stored as its text ("1m30s"), readable in
@@ -80,7 +81,8 @@ func SettingsOf(o Options) Settings {
 		Breaker: o.BreakerEnabled, BreakerThreshold: o.Breaker.Threshold, BreakerRest: Duration(o.Breaker.Rest),
 		BreakerRestMax: Duration(o.Breaker.RestMax), BreakerProbes: o.Breaker.Probes,
 		GiveUpAfter: Duration(o.GiveUpAfter), Retries: o.Retries, RetryBase: Duration(o.RetryBase),
-		RetryMax: Duration(o.RetryMax), RetryBudget: o.RetryBudget, RecrawlAfter: Duration(o.RecrawlAfter)}
+		RetryMax: Duration(o.RetryMax), RetryBudget: o.RetryBudget, RecrawlAfter: Duration(o.RecrawlAfter),
+		Sitemaps: o.Sitemaps}
 }
 
 // applyTo sets o's crawl settings to s.
@@ -100,7 +102,7 @@ func (s Settings) applyTo(o *Options) error {
 	o.Breaker.Rest, o.Breaker.RestMax = time.Duration(s.BreakerRest), time.Duration(s.BreakerRestMax)
 	o.GiveUpAfter, o.Retries = time.Duration(s.GiveUpAfter), s.Retries
 	o.RetryBase, o.RetryMax, o.RetryBudget = time.Duration(s.RetryBase), time.Duration(s.RetryMax), s.RetryBudget
-	o.RecrawlAfter = time.Duration(s.RecrawlAfter)
+	o.RecrawlAfter, o.Sitemaps = time.Duration(s.RecrawlAfter), s.Sitemaps
 	return nil
 }
 
