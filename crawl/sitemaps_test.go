@@ -153,17 +153,21 @@ func resultsByPath(t *testing.T, s *smSite, db *storage.DB) map[string]storage.R
 
 // A page no link leads to is fetched because the sitemap robots.txt names
 // lists it; /sitemap.xml is then not guessed. A URL of another host in the
-// sitemap stays out of the crawl's scope. The crawl is stopped by
+// sitemap stays out of the crawl's scope, and the sitemap's body is never
+// read for HTML links, even served as text/html. The crawl is stopped by
 // --max-pages after the seed and resumed: nothing is asked twice.
 func TestSitemapFromRobotsFetchesUnlinkedPage(t *testing.T) {
 	t.Parallel()
 	s := newSMSite(t)
-	s.robots("Allow: /", "Sitemap: "+s.url("/maps/site.xml"))
+	s.robots("Allow: /", "Sitemap: "+s.url("/maps/site.xml"), "Sitemap: http://elsewhere.test/map.xml")
 	s.page("/", "/a")
 	s.page("/a")
 	s.page("/hidden", "/linked-from-hidden")
 	s.page("/linked-from-hidden")
-	s.xml("/maps/site.xml", s.urlset("/hidden", "/a", "http://elsewhere.test/page"))
+	body := bytes.Replace(s.urlset("/hidden", "/a", "http://elsewhere.test/page"), []byte("</urlset>"),
+		[]byte(`<url><loc>`+s.url("/a")+`</loc><a href="/trap">an unknown element</a></url></urlset>`), 1)
+	s.files["/maps/site.xml"] = smFile{contentType: "text/html", body: body}
+	s.page("/trap")
 	path := filepath.Join(t.TempDir(), "crawl.db")
 	db := openDB(t, path)
 	opts := sitemapOptions(t, s)
@@ -190,9 +194,12 @@ func TestSitemapFromRobotsFetchesUnlinkedPage(t *testing.T) {
 	if n := s.hit("/sitemap.xml"); n != 0 {
 		t.Errorf("/sitemap.xml requested %d times although robots.txt names a sitemap", n)
 	}
+	if n := s.hit("/trap"); n != 0 {
+		t.Errorf("/trap, an <a href> in the sitemap, requested %d times: links were extracted from a sitemap", n)
+	}
 	got := resultsByPath(t, s, db)
-	if r := got["/maps/site.xml"]; r.Status != 200 || r.ErrorClass != "" || r.Outlinks != 3 || r.Depth != 1 {
-		t.Errorf("sitemap result %+v: want 200, no class, 3 entries, depth (nesting) 1", r)
+	if r := got["/maps/site.xml"]; r.Status != 200 || r.ErrorClass != "" || r.Outlinks != 4 || r.Depth != 1 {
+		t.Errorf("sitemap result %+v: want 200, no class, 4 entries, depth (nesting) 1", r)
 	}
 	if r := got["/hidden"]; r.Status != 200 || r.Depth != 1 {
 		t.Errorf("/hidden result %+v: want 200 at depth 1", r)
@@ -200,8 +207,10 @@ func TestSitemapFromRobotsFetchesUnlinkedPage(t *testing.T) {
 	if r := got["/linked-from-hidden"]; r.Depth != 2 {
 		t.Errorf("/linked-from-hidden at depth %d, want 2 (links count from the sitemap's pages)", r.Depth)
 	}
-	if r, ok := got["http://elsewhere.test/page"]; ok {
-		t.Errorf("an out-of-scope URL of the sitemap was queued: %+v", r)
+	for _, out := range []string{"http://elsewhere.test/page", "http://elsewhere.test/map.xml"} {
+		if r, ok := got[out]; ok {
+			t.Errorf("an out-of-scope URL was queued: %+v", r)
+		}
 	}
 	if n := s.hit("/robots.txt"); n != 1 {
 		t.Errorf("robots.txt requested %d times, want 1 (cached in the file)", n)
@@ -232,6 +241,28 @@ func TestSitemapFallbackGzipByContent(t *testing.T) {
 	}
 	if r := resultsByPath(t, s, db)["/sitemap.xml"]; r.ErrorClass != "" || r.Outlinks != 2 {
 		t.Errorf("/sitemap.xml result %+v: want read, 2 entries", r)
+	}
+}
+
+// A sitemap may be larger than --max-body: its cap is the sitemap limit.
+func TestSitemapLargerThanMaxBody(t *testing.T) {
+	t.Parallel()
+	s := newSMSite(t)
+	s.page("/")
+	s.page("/hidden")
+	padded := bytes.Replace(s.urlset("/hidden"), []byte("<url>"), append(bytes.Repeat([]byte(" "), 64<<10), "<url>"...), 1)
+	s.xml("/sitemap.xml", padded)
+	db := openDB(t, "")
+	opts := sitemapOptions(t, s)
+	opts.MaxBody = 4 << 10
+
+	runCrawl(t, testContext(t, 20*time.Second), db, opts)
+
+	if r := resultsByPath(t, s, db)["/sitemap.xml"]; r.ErrorClass != "" || r.Truncated || r.Length != int64(len(padded)) {
+		t.Errorf("/sitemap.xml recorded %+v, want all %d bytes read", r, len(padded))
+	}
+	if n := s.hit("/hidden"); n != 1 {
+		t.Errorf("/hidden requested %d times, want 1", n)
 	}
 }
 
