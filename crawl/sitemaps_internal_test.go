@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"encoding/json"
 	"testing"
 	"testing/synctest"
 
@@ -55,4 +56,35 @@ func TestSitemapItems(t *testing.T) {
 			t.Errorf("index.xml recorded at depth %d, want 1", got.Depth)
 		}
 	})
+}
+
+// --sitemaps is a stored setting: a later run without the flag keeps the
+// stored value, the flag given again changes it, and a file stored before
+// the setting existed takes the default, on.
+func TestSitemapsSetting(t *testing.T) {
+	off := SettingsOf(DefaultOptions())
+	off.Sitemaps = false
+	stored, _ := json.Marshal(&off)
+	on := SettingsOf(DefaultOptions())
+	tests := []struct {
+		name   string
+		stored []byte
+		given  bool
+		want   bool
+	}{
+		{"stored off, not given", stored, false, false},
+		{"stored off, given on", stored, true, true},
+		{"older file without it", []byte(`{"scope":"seeds"}`), false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _, err := mergeSettings(tt.stored, on, func(f string) bool { return tt.given && f == "sitemaps" })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Sitemaps != tt.want {
+				t.Errorf("sitemaps = %v, want %v", got.Sitemaps, tt.want)
+			}
+		})
+	}
 }
