@@ -45,7 +45,7 @@ type Options struct {
 	// default) means unlimited, 0 seeds only.
 	MaxDepth int
 	// MaxPages stops the run after this many pages were attempted; zero
-	// (the default) means no limit. Retries do not count.
+	// (the default) means no limit. Retries do not count; sitemaps do.
 	MaxPages int
 	// Include, if any, keeps only discovered URLs matching one of them;
 	// Exclude drops those matching any. Both empty by default.
