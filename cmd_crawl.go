@@ -63,6 +63,7 @@ func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WARC.Prefix, "warc-prefix", o.WARC.Prefix, "WARC file names: PREFIX-TIMESTAMP-SERIAL-HOSTNAME.warc.gz")
 	fs.Int64Var(&o.WARC.MaxRecord, "warc-max-record", o.WARC.MaxRecord, "wire bytes kept of one response; a longer one is cut and marked WARC-Truncated")
 	fs.BoolVar(&o.WARC.Dedupe, "warc-dedupe", o.WARC.Dedupe, "write a payload archived before in this crawl as a revisit record of its first capture")
+	fs.BoolVar(&o.Sitemaps, "sitemaps", o.Sitemaps, "queue the URLs of the sitemaps robots.txt names (else /sitemap.xml) of hosts in scope; --sitemaps=false for none")
 	fs.BoolVar(&o.BreakerEnabled, "breaker", o.BreakerEnabled, "per-host circuit breakers (--breaker=false for comparison runs)")
 	fs.IntVar(&o.Breaker.Threshold, "breaker-threshold", o.Breaker.Threshold, "consecutive failures that open a host's circuit")
 	fs.DurationVar(&o.Breaker.Rest, "breaker-rest", o.Breaker.Rest, "how long an open circuit rests before a probe")

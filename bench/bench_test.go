@@ -78,7 +78,8 @@ func TestRunTinyEndToEnd(t *testing.T) {
 		}
 		for _, want := range []string{"CPUs, GOMAXPROCS", "SECTION", "ratio to ceiling", "nothing changed: time, first crawl / this",
 			"changed pages fetched again", "Recrawl: ", "breaker on: time ratio",
-			"lease+complete", "RSS growth from 25% to 100%", "Worker-seconds are"} {
+			"lease+complete", "RSS growth from 25% to 100%", "Worker-seconds are",
+			"with --warc: ratio to the crawl without --warc", "with --warc: WARC bytes per page", "GNU wget 1.21"} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("table lacks %q:\n%s", want, out.String())
 			}
@@ -105,6 +106,36 @@ func checkCrawl(t *testing.T, c *CrawlResult) {
 	}
 	if c.PagesPerSec <= 0 || c.RatioToCeiling <= 0 || c.DBBytes <= 0 {
 		t.Errorf("crawl rates = %+v; want positive rate, ratio and file size", c)
+	}
+	checkWARC(t, c.WARC, want)
+}
+
+// checkWARC checks the crawl section's second crawl, with --warc, of the
+// tiny site: every page fetched once and archived once, the archive clean.
+func checkWARC(t *testing.T, w *WARCRun, want Traffic) {
+	t.Helper()
+	if w == nil {
+		t.Fatal("no --warc crawl in the crawl section")
+	}
+	if w.Fetched != 40 || w.Failed != 0 || !w.Exhausted || w.Traffic != want {
+		t.Errorf("--warc crawl = %+v; want 40 fetched once each, 4 robots.txt, exhausted", w)
+	}
+	if w.PagesPerSec <= 0 || w.RatioToCeiling <= 0 || w.RatioToCrawl <= 0 || w.DBBytes <= 0 {
+		t.Errorf("--warc rates = %+v; want positive rate, ratios and file size", w)
+	}
+	if w.Files < 1 || w.Bytes <= 0 || w.BytesPerPage != float64(w.Bytes)/40 {
+		t.Errorf("--warc files = %d, %d bytes, %.0f a page; want at least one file and bytes/40 a page", w.Files, w.Bytes, w.BytesPerPage)
+	}
+	if !w.CheckOK || w.NProblems != 0 || len(w.Unfinished) != 0 || !w.Clean() {
+		t.Errorf("--warc archive not clean: %+v", w)
+	}
+	if w.PagesArchived != 40 || w.PagesArchivedTwice != 0 {
+		t.Errorf("--warc archive holds %d pages once and %d more than once; want 40 and 0", w.PagesArchived, w.PagesArchivedTwice)
+	}
+	// 40 pages and 4 robots.txt, each a request and a response or revisit.
+	rec := w.Records
+	if rec["warcinfo"] < 1 || rec["request"] != 44 || rec["response"]+rec["revisit"] != 44 {
+		t.Errorf("--warc records = %v; want a warcinfo, 44 requests, 44 responses and revisits", rec)
 	}
 }
 

@@ -56,6 +56,7 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("bench child: %w", err)
 	}
 	o.Delay, o.AllowPrivate, o.Logger = 0, true, slog.New(slog.DiscardHandler)
+	o.Sitemaps = false // the bench site has none: their 404s are not pages
 	start := time.Now()
 	if *fill != "" {
 		return fillFrontier(o, *dbPath, *fill, start, stdout)

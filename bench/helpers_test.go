@@ -262,3 +262,58 @@ func TestMedianRate(t *testing.T) {
 		t.Errorf("spread = %q, want %q", s, want)
 	}
 }
+
+// TestWARCRowsVerdicts checks the --warc rows' targets, and that an archive
+// that is not clean is FAILED in every configuration, with a loud note.
+func TestWARCRowsVerdicts(t *testing.T) {
+	crawl := func(w *WARCRun) *Report {
+		return &Report{Quick: true, Crawl: &CrawlResult{Site: Size{2, 1}, PagesPerSec: 1000, WARC: w}}
+	}
+	clean := &WARCRun{Fetched: 2, PagesPerSec: 790, RatioToCeiling: 0.31, RatioToCrawl: 0.79, BytesPerPage: 1900,
+		Traffic: Traffic{PageRequests: 2, DistinctPages: 2}, CheckOK: true, PagesArchived: 2}
+	broken := *clean
+	broken.CheckOK, broken.NProblems, broken.Problems = false, 1, []string{"f.warc.gz@0: block digest mismatch"}
+	for _, tc := range []struct {
+		w    *WARCRun
+		want map[string]string
+	}{
+		{clean, map[string]string{
+			"with --warc: ratio to ceiling":                                       "(met)",
+			"with --warc: ratio to the crawl without --warc":                      "(missed)",
+			"with --warc: warc.Check; pages in one response or revisit / fetched": "(met)",
+		}},
+		{&broken, map[string]string{
+			"with --warc: warc.Check; pages in one response or revisit / fetched": verdictFailed,
+		}},
+	} {
+		got := map[string]string{}
+		for _, r := range crawl(tc.w).Rows() {
+			got[r.Figure] = r.Verdict
+		}
+		for fig, want := range tc.want {
+			if got[fig] != want {
+				t.Errorf("%q: verdict %q, want %q", fig, got[fig], want)
+			}
+		}
+	}
+	notes := strings.Join(crawl(&broken).Notes(), "\n")
+	if !strings.Contains(notes, "THE ARCHIVE IS NOT CLEAN") || !strings.Contains(notes, "block digest mismatch") {
+		t.Errorf("notes do not say the archive is not clean:\n%s", notes)
+	}
+	if notes := strings.Join(crawl(clean).Notes(), "\n"); strings.Contains(notes, "NOT CLEAN") {
+		t.Errorf("a clean archive's notes say it is not:\n%s", notes)
+	}
+}
+
+// TestNoWARC checks that Config.NoWARC skips the crawl section's second crawl.
+func TestNoWARC(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.Sections, cfg.NoWARC = map[string]bool{SectionCrawl: true}, true
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Crawl == nil || rep.Crawl.Fetched != 40 || rep.Crawl.WARC != nil {
+		t.Fatalf("crawl = %+v; want 40 fetched and no --warc run", rep.Crawl)
+	}
+}

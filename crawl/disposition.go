@@ -162,8 +162,9 @@ func (e *Engine) settle(x *exchange, d disposition) {
 // any seed worked at all.
 func (e *Engine) countResult(it storage.Item, r *storage.Result) {
 	switch {
-	case r.ErrorClass == classRobots || r.ErrorClass == classOutOfScope:
-		// Not fetched by the crawl's own choice: neither a page nor a failure.
+	case r.ErrorClass == classRobots || r.ErrorClass == classOutOfScope || e.missingSitemap(it, r):
+		// Not fetched by the crawl's own choice, or a sitemap the host does
+		// not have (sitemaps.go): neither a page nor a failure.
 		e.skipped.Add(1)
 		return
 	case r.Failed():

@@ -22,6 +22,11 @@
 // record keeps the stored page on a 304 and records it gone on a 404 or
 // 410. Storage queues a host's refreshes only behind its new URLs.
 //
+// A sitemap (--sitemaps, sitemaps.go) is queued when its host's robots.txt
+// is fetched and goes down the same path as a page; record reads its body
+// with the sitemap package instead of the link extractor, and queues the
+// URLs it lists.
+//
 // An open host is never attempted: its lease goes back and the host is
 // parked until its rest ends, so the worker takes another host's URL at
 // once. Retries go through the frontier's deferred bucket, so no worker

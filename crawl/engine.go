@@ -52,7 +52,8 @@ type Engine struct {
 	// fetched and failed count the results this run's leases stored.
 	fetched, failed atomic.Int64
 	// skipped counts the results of URLs the crawl chose not to fetch
-	// (robots.txt, a narrowed scope): they are neither.
+	// (robots.txt, a narrowed scope) and of missing sitemaps: they are
+	// neither.
 	skipped atomic.Int64
 }
 

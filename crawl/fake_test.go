@@ -207,6 +207,7 @@ func rigOptions(seeds ...string) Options {
 	o.RetryBase = 4 * time.Second
 	o.RetryMax = 5 * time.Minute
 	o.Rand = func() float64 { return 0.5 }
+	o.Sitemaps = false // the fake sites have none; these tests count every request
 	return o
 }
 

@@ -11,6 +11,7 @@ import (
 	"breakwater/breaker"
 	"breakwater/fetch"
 	"breakwater/robots"
+	"breakwater/sitemap"
 	"breakwater/warc"
 )
 
@@ -45,7 +46,7 @@ type Options struct {
 	// default) means unlimited, 0 seeds only.
 	MaxDepth int
 	// MaxPages stops the run after this many pages were attempted; zero
-	// (the default) means no limit. Retries do not count.
+	// (the default) means no limit. Retries do not count; sitemaps do.
 	MaxPages int
 	// Include, if any, keeps only discovered URLs matching one of them;
 	// Exclude drops those matching any. Both empty by default.
@@ -102,6 +103,10 @@ type Options struct {
 	// URLs, and fetches them with conditional requests (see recrawl.go).
 	// Zero (the default) means never; otherwise at least one second.
 	RecrawlAfter time.Duration
+	// Sitemaps reads the sitemaps of the hosts in scope: those robots.txt
+	// names, else the host's /sitemap.xml; their URLs are queued like
+	// links (see sitemaps.go). Default true.
+	Sitemaps bool
 	// WARC writes every fetch to WARC files (see package warc); its zero
 	// Dir means none.
 	WARC WARCOptions
@@ -130,6 +135,11 @@ type Options struct {
 	// settings, set by ResolveSettings, are the crawl's settings New stores
 	// with the seeds' hosts; nil leaves the stored ones as they are.
 	settings *Settings
+
+	// sitemapLimits bound each sitemap file; zero fields take the
+	// sitemaps.org limits (sitemap.DefaultMaxURLs, DefaultMaxBytes). Tests
+	// lower them.
+	sitemapLimits sitemap.Limits
 
 	// housekeepEvery is how often breakers are persisted and due hosts given
 	// up on by the sweep; zero means 500ms. Tests lengthen it to show that
@@ -165,6 +175,7 @@ func DefaultOptions() Options {
 		RetryBase:   2 * time.Second,
 		RetryMax:    10 * time.Minute,
 		RetryBudget: 0.2,
+		Sitemaps:    true,
 		WARC: WARCOptions{Size: warc.DefaultMaxFileSize, Prefix: warc.DefaultPrefix,
 			MaxRecord: fetch.DefaultRecordMax, Dedupe: true},
 	}

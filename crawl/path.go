@@ -88,7 +88,7 @@ func (e *Engine) unreservePage(it storage.Item) {
 // breaker and politeness.
 func (e *Engine) authorise(x *exchange) (disposition, bool) {
 	it := x.lease.Item
-	if (it.Depth > 0 || it.Redirects > 0) && !e.scope.allows(it.URL, it.Host, it.Depth) {
+	if (it.Depth > 0 || it.Redirects > 0) && !e.scope.allows(it.URL, it.Host, scopeDepth(it)) {
 		return failed(&storage.Result{ErrorClass: classOutOfScope,
 			Error: "outside the crawl's scope, narrowed since the URL was queued"}), true
 	}
@@ -173,6 +173,7 @@ func (e *Engine) request(x *exchange) (disposition, bool) {
 	var page fetch.Request
 	if !x.robots {
 		page = e.pageRequest(x) // reads the file for a refresh: before the request counts as in flight
+		page.MaxBody = e.bodyCap(x.lease.Item)
 	}
 	ctx, done := x.host.beginRequest(e.fetchCtx)
 	defer done()

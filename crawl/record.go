@@ -27,6 +27,7 @@ func (e *Engine) record(x *exchange, v Verdict) disposition {
 	case breaker.OK:
 		switch {
 		case x.robots:
+			e.queueSitemaps(x.lease.Item, x.rules) // sitemaps.go
 			e.storeRobots(x.lease.Item.Host, x.host, x.rules, now)
 			return released() // the URL itself is fetched on its next lease
 		case x.prior != nil && x.resp.Status == http.StatusNotModified:
@@ -76,9 +77,12 @@ func (e *Engine) succeeded(x *exchange, now time.Time) disposition {
 	e.paceSucceeded(x, now)
 	r := e.result(it, resp, it.Attempts+1)
 	var found []storage.Item
-	if resp.Status >= 300 && resp.Status < 400 {
+	switch {
+	case it.Kind == storage.KindSitemap:
+		found = e.readSitemap(it, resp, r) // sitemaps.go: never link extraction
+	case resp.Status >= 300 && resp.Status < 400:
 		found = e.redirect(it, resp, r)
-	} else if resp.Status >= 200 && resp.Status < 300 {
+	case resp.Status >= 200 && resp.Status < 300:
 		title, links, err := ExtractLinks(resp.URL, resp.ContentType, resp.Body)
 		if err != nil {
 			e.log.Debug("extract links", "url", it.URL, "err", err)

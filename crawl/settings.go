@@ -51,6 +51,7 @@ type Settings struct {
 	RetryMax         Duration `json:"retry-max"`
 	RetryBudget      float64  `json:"retry-budget"`
 	RecrawlAfter     Duration `json:"recrawl-after"`
+	Sitemaps         bool     `json:"sitemaps"`
 	WARC             string   `json:"warc"`
 	WARCSize         int64    `json:"warc-size"`
 	WARCPrefix       string   `json:"warc-prefix"`
@@ -86,8 +87,8 @@ func SettingsOf(o Options) Settings {
 		BreakerRestMax: Duration(o.Breaker.RestMax), BreakerProbes: o.Breaker.Probes,
 		GiveUpAfter: Duration(o.GiveUpAfter), Retries: o.Retries, RetryBase: Duration(o.RetryBase),
 		RetryMax: Duration(o.RetryMax), RetryBudget: o.RetryBudget, RecrawlAfter: Duration(o.RecrawlAfter),
-		WARC: o.WARC.Dir, WARCSize: o.WARC.Size, WARCPrefix: o.WARC.Prefix, WARCMaxRecord: o.WARC.MaxRecord,
-		WARCDedupe: o.WARC.Dedupe}
+		Sitemaps: o.Sitemaps, WARC: o.WARC.Dir, WARCSize: o.WARC.Size, WARCPrefix: o.WARC.Prefix,
+		WARCMaxRecord: o.WARC.MaxRecord, WARCDedupe: o.WARC.Dedupe}
 }
 
 // applyTo sets o's crawl settings to s.
@@ -107,7 +108,7 @@ func (s Settings) applyTo(o *Options) error {
 	o.Breaker.Rest, o.Breaker.RestMax = time.Duration(s.BreakerRest), time.Duration(s.BreakerRestMax)
 	o.GiveUpAfter, o.Retries = time.Duration(s.GiveUpAfter), s.Retries
 	o.RetryBase, o.RetryMax, o.RetryBudget = time.Duration(s.RetryBase), time.Duration(s.RetryMax), s.RetryBudget
-	o.RecrawlAfter = time.Duration(s.RecrawlAfter)
+	o.RecrawlAfter, o.Sitemaps = time.Duration(s.RecrawlAfter), s.Sitemaps
 	o.WARC = WARCOptions{Dir: s.WARC, Size: s.WARCSize, Prefix: s.WARCPrefix, MaxRecord: s.WARCMaxRecord,
 		Dedupe: s.WARCDedupe}
 	return nil

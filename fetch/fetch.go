@@ -135,6 +135,9 @@ type Request struct {
 	// a host the user did not name, as curl drops them on a redirect to
 	// another host.
 	WithoutSecrets bool
+	// MaxBody, if positive, replaces Options.MaxBody for this request (a
+	// sitemap may be larger than any page); 0 means the Fetcher's.
+	MaxBody int64
 }
 
 // Response is the outcome of one Fetch. An HTTP error status is data, not an
@@ -226,7 +229,7 @@ func (f *Fetcher) Get(ctx context.Context, rawURL string) *Response {
 }
 
 // Fetch makes one request. It never returns nil and never panics on hostile
-// input: the body is capped at MaxBody and the whole exchange at Timeout.
+// input: the body is capped at MaxBody (the Request's, else the Options') and the whole exchange at Timeout.
 func (f *Fetcher) Fetch(ctx context.Context, in Request) *Response {
 	rawURL := in.URL
 	r := &Response{URL: rawURL, Started: f.opts.Now()}
@@ -276,6 +279,10 @@ func (f *Fetcher) Fetch(ctx context.Context, in Request) *Response {
 	if loc := resp.Header.Get("Location"); loc != "" {
 		r.Location, _ = frontier.Resolve(rawURL, loc) // invalid stays ""
 	}
+	limit := f.opts.MaxBody
+	if in.MaxBody > 0 {
+		limit = in.MaxBody
+	}
 	var raw io.Reader = resp.Body
 	var tee *rawTee
 	if capt != nil {
@@ -283,7 +290,7 @@ func (f *Fetcher) Fetch(ctx context.Context, in Request) *Response {
 		raw = tee
 	}
 	body, sizeHint := decodedBody(raw, resp)
-	r.Body, r.Truncated, err = readCapped(body, f.opts.MaxBody, sizeHint)
+	r.Body, r.Truncated, err = readCapped(body, limit, sizeHint)
 	if err != nil {
 		r.Err = fmt.Errorf("read body of %s: %w", rawURL, err)
 	}
