@@ -313,30 +313,28 @@ func (w *Writer) create() error {
 }
 
 func (w *Writer) warcinfo(name string, now time.Time) ([]byte, error) {
-	b := newBuilder(gowarc.Warcinfo)
-	var fields bytes.Buffer
-	field := func(k, v string) { fmt.Fprintf(&fields, "%s: %s\r\n", k, v) }
-	field("software", w.opts.Software)
-	field("format", "WARC File Format 1.1")
-	field("conformsTo", "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/")
-	field("hostname", w.opts.Hostname)
+	block := &gowarc.WarcFields{}
+	block.Add("software", w.opts.Software)
+	block.Add("format", "WARC File Format 1.1")
+	block.Add("conformsTo", "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/")
+	block.Add("hostname", w.opts.Hostname)
 	for _, kv := range w.opts.Info {
-		field(kv[0], kv[1])
+		block.Add(kv[0], kv[1])
 	}
-	if _, err := b.Write(fields.Bytes()); err != nil {
-		b.Close()
-		return nil, err
-	}
-	b.AddWarcHeaderTime(gowarc.WarcDate, now)
-	b.AddWarcHeader(gowarc.WarcFilename, name)
-	b.AddWarcHeader(gowarc.ContentType, gowarc.ApplicationWarcFields)
-	rec, _, err := b.Build()
+	var content bytes.Buffer
+	block.Write(&content)
+	id, err := newRecordID()
 	if err != nil {
 		return nil, err
 	}
-	defer rec.Close()
+	f := &gowarc.WarcFields{}
+	f.Add(gowarc.WarcType, gowarc.Warcinfo.String())
+	f.Add(gowarc.WarcRecordID, "<"+id+">")
+	f.Add(gowarc.WarcDate, now.UTC().Format(time.RFC3339Nano))
+	f.Add(gowarc.WarcFilename, name)
+	f.Add(gowarc.ContentType, gowarc.ApplicationWarcFields)
 	var buf bytes.Buffer
-	if err := appendMember(&buf, rec); err != nil {
+	if err := appendMember(&buf, f, content.Bytes()); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
