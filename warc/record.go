@@ -67,8 +67,9 @@ type claim struct {
 // or neither, and then claim is this entry's to be the first.
 type firstCapture func(digest string, this storage.Capture) (known *storage.Capture, pending, claimed *claim, err error)
 
-// newRecordID draws a record id straight from crypto/rand (uuid's pooled
-// generator reads a global that gowarc writes on every NewRecordBuilder).
+// newRecordID draws a version 4 uuid straight from crypto/rand: uuid's
+// pooled generator reads a flag gowarc writes whenever it makes options,
+// a data race beside Check.
 func newRecordID() (string, error) {
 	id, err := uuid.NewRandomFromReader(rand.Reader)
 	if err != nil {
