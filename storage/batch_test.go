@@ -332,7 +332,7 @@ func TestRequeueFailed(t *testing.T) {
 		b.Complete(q[0], timeout(q[0]))
 		b.Complete(q[1], ok200(q[1]))
 		r := failed(q[2], "http_5xx")
-		r.Depth = 3
+		r.Depth, r.Referrer, r.Lastmod = 3, "http://b.com/", "2026-11-30"
 		b.Complete(q[2], r)
 	})
 	n, err := db.RequeueFailed()
@@ -346,8 +346,8 @@ func TestRequeueFailed(t *testing.T) {
 	if got, want := urls(b), []string{q[3].URL, q[2].URL}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("b.com queue = %v, want %v", got, want)
 	}
-	if b[1].Hash != q[2].Hash || b[1].Depth != 3 {
-		t.Fatalf("requeued item = %+v, want hash and depth of %+v", b[1], q[2])
+	if b[1].Hash != q[2].Hash || b[1].Depth != 3 || b[1].Referrer != "http://b.com/" || b[1].Lastmod != "2026-11-30" {
+		t.Fatalf("requeued item = %+v, want hash, depth, referrer and lastmod of %+v", b[1], q[2])
 	}
 	if want := (Counts{Seen: 4, Queued: 3, Fetched: 1, Failed: 2}); mustCounts(t, db) != want {
 		t.Fatalf("Counts = %+v, want %+v", mustCounts(t, db), want)

@@ -113,7 +113,7 @@ func (db *DB) RequeueFailed() (int, error) {
 			}
 			if r.Failed() && !pending[h] {
 				failed = append(failed, Item{Host: r.Host, URL: r.URL, Hash: h, Depth: r.Depth,
-					Replaces: beUint64(k)})
+					Replaces: beUint64(k), Referrer: r.Referrer, Lastmod: r.Lastmod})
 			}
 			return nil
 		})
