@@ -254,6 +254,14 @@ func TestRecrawlRevalidates(t *testing.T) {
 				t.Errorf("%s after a 304:\n%+v\nwant the stored page\n%+v\nwith status 304 and a later fetched_at", u, got, old)
 			}
 		}
+		for u, got := range after {
+			if old, ok := before[u]; ok && got.Referrer != old.Referrer {
+				t.Errorf("%s: referrer %q after the refresh, %q before", u, got.Referrer, old.Referrer)
+			}
+		}
+		if before[aURL("/p/3")].Referrer != aRootURL {
+			t.Errorf("a linked page's referrer is %q, want the page linking to it", before[aURL("/p/3")].Referrer)
+		}
 		if got := after[aURL("/p/3")]; got.Status != 200 || got.Title != "three, changed" ||
 			got.SHA256 == before[aURL("/p/3")].SHA256 || got.ETag != `"three-2"` || got.Outlinks != 2 {
 			t.Errorf("changed page = %+v, want its new content", got)

@@ -89,7 +89,8 @@ func (db *DB) StageRefreshes(after uint64, staleBefore time.Time, limit int) (Re
 				rec := append([]byte(nil), v...)
 				rec[0] = resultRefreshing
 				keys, records = append(keys, append([]byte(nil), k...)), append(records, rec)
-				items = append(items, Item{Host: r.Host, URL: r.URL, Hash: h, Depth: r.Depth, Replaces: key})
+				items = append(items, Item{Host: r.Host, URL: r.URL, Hash: h, Depth: r.Depth, Replaces: key,
+					Referrer: r.Referrer, Lastmod: r.Lastmod})
 			}
 			scan.After = key
 		}
