@@ -64,21 +64,54 @@ func (it *Item) marshal(withHost bool) []byte {
 	if withHost {
 		host = it.Host
 	}
-	b := make([]byte, 0, 1+16+8*binary.MaxVarintLen64+len(host)+len(it.URL)+len(it.Referrer)+len(it.Lastmod))
+	flags := byte(it.Kind) & itemKindMask
+	size := 1 + 16 + uvarintLen(uint64(it.Depth)) + uvarintLen(uint64(it.Attempts)) +
+		uvarintLen(uint64(it.Redirects)) + uvarintLen(it.Replaces) + 1 +
+		uvarintLen(uint64(len(host))) + len(host) + len(it.URL)
+	if it.Referrer != "" {
+		flags |= itemHasReferrer
+		size += uvarintLen(uint64(len(it.Referrer))) + len(it.Referrer)
+	}
+	if it.Lastmod != "" {
+		flags |= itemHasLastmod
+		size += uvarintLen(uint64(len(it.Lastmod))) + len(it.Lastmod)
+	}
+	b := make([]byte, 0, size) // exact: a million queued URLs are a million of these
 	b = append(b, itemFormat)
 	b = append(b, it.Hash[:]...)
 	b = binary.AppendUvarint(b, uint64(it.Depth))
 	b = binary.AppendUvarint(b, uint64(it.Attempts))
 	b = binary.AppendUvarint(b, uint64(it.Redirects))
 	b = binary.AppendUvarint(b, it.Replaces)
-	b = append(b, byte(it.Kind))
-	b = binary.AppendUvarint(b, uint64(len(it.Referrer)))
-	b = append(b, it.Referrer...)
-	b = binary.AppendUvarint(b, uint64(len(it.Lastmod)))
-	b = append(b, it.Lastmod...)
+	b = append(b, flags)
+	if it.Referrer != "" {
+		b = binary.AppendUvarint(b, uint64(len(it.Referrer)))
+		b = append(b, it.Referrer...)
+	}
+	if it.Lastmod != "" {
+		b = binary.AppendUvarint(b, uint64(len(it.Lastmod)))
+		b = append(b, it.Lastmod...)
+	}
 	b = binary.AppendUvarint(b, uint64(len(host)))
 	b = append(b, host...)
 	return append(b, it.URL...)
+}
+
+// The flags byte of format 3: the kind in its low bits, then which of the
+// optional strings follow (a seed has neither: one byte more than format 2).
+const (
+	itemKindMask    = 0x03
+	itemHasReferrer = 0x04
+	itemHasLastmod  = 0x08
+)
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
 }
 
 func unmarshalItem(b []byte) (Item, error) {
@@ -101,15 +134,20 @@ func unmarshalItem(b []byte) (Item, error) {
 	it.Replaces = fields[3]
 	var ok bool
 	if format == itemFormat {
-		if len(rest) < 1 {
+		if len(rest) < 1 || rest[0]&^(itemKindMask|itemHasReferrer|itemHasLastmod) != 0 {
 			return it, errBadItem
 		}
-		it.Kind, rest = ItemKind(rest[0]), rest[1:]
-		if it.Referrer, rest, ok = cutString(rest); !ok {
-			return it, errBadItem
+		flags := rest[0]
+		it.Kind, rest = ItemKind(flags&itemKindMask), rest[1:]
+		if flags&itemHasReferrer != 0 {
+			if it.Referrer, rest, ok = cutString(rest); !ok {
+				return it, errBadItem
+			}
 		}
-		if it.Lastmod, rest, ok = cutString(rest); !ok {
-			return it, errBadItem
+		if flags&itemHasLastmod != 0 {
+			if it.Lastmod, rest, ok = cutString(rest); !ok {
+				return it, errBadItem
+			}
 		}
 	}
 	if it.Host, rest, ok = cutString(rest); !ok {
