@@ -31,8 +31,8 @@ type API interface {
 	// marks its open cases resolved, in the write that stores the released
 	// breaker: if that write fails, the cases stay open.
 	ResolveCase(host string) error
-	// Results calls fn with every stored result, or only the failures,
-	// as committed when the call began; fn's error stops it. A running
+	// Results calls fn with every result stored when the call began, or
+	// only the failures, each URL once; fn's error stops it. A running
 	// crawl streams them, so an export never waits for the crawl to end.
 	Results(failedOnly bool, fn func(*storage.Result) error) error
 }
@@ -90,12 +90,10 @@ type LiveHost struct {
 	FirstAttempts int
 }
 
-// ForEachResult is Results over a file: every result, or only failures.
+// ForEachResult is Results over a file: every result, or only failures,
+// read in short transactions (storage.ScanResults), so that a slow reader
+// at the far end of the socket never holds one open: a running crawl's
+// commit that grows the file would wait for it.
 func ForEachResult(db *storage.DB, failedOnly bool, fn func(*storage.Result) error) error {
-	return db.ForEachResult(func(r *storage.Result) error {
-		if failedOnly && !r.Failed() {
-			return nil
-		}
-		return fn(r)
-	})
+	return db.ScanResults(failedOnly, fn)
 }

@@ -45,8 +45,8 @@ func (c engineControl) Transitions(host string, since time.Time) ([]storage.Tran
 
 func (c engineControl) Cases() ([]storage.Case, error) { return control.ReadCases(c.e.db) }
 
-// Results reads the results in a read transaction, which the crawl's
-// commits do not wait for.
+// Results reads the results in short read transactions while the crawl
+// writes: each URL stored when the call began, once.
 func (c engineControl) Results(failedOnly bool, fn func(*storage.Result) error) error {
 	return control.ForEachResult(c.e.db, failedOnly, fn)
 }

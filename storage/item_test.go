@@ -18,9 +18,9 @@ func TestItemRoundTripKeepsEveryField(t *testing.T) {
 			Redirects: rapid.IntRange(0, 20).Draw(t, "redirects"),
 			Replaces:  rapid.Uint64().Draw(t, "replaces"),
 			// Depth and the counts are never negative; a huge one still sizes right.
-			Referrer:  rapid.String().Draw(t, "referrer"),
-			Kind:      ItemKind(rapid.IntRange(0, 1).Draw(t, "kind")),
-			Lastmod:   rapid.String().Draw(t, "lastmod"),
+			Referrer: rapid.String().Draw(t, "referrer"),
+			Kind:     ItemKind(rapid.IntRange(0, 1).Draw(t, "kind")),
+			Lastmod:  rapid.String().Draw(t, "lastmod"),
 		}
 		enc := it.marshal(true)
 		if len(enc) != cap(enc) {

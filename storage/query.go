@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -89,6 +91,106 @@ func (db *DB) ForEachResult(fn func(r *Result) error) error {
 			return fn(&r)
 		})
 	})
+}
+
+// scanChunk is how many results ScanResults reads in one transaction.
+const scanChunk = 256
+
+// ScanResults calls fn with every result stored when it is called (only
+// the failures, if failedOnly), each URL once, like ForEachResult, but fn
+// is called outside any transaction: the results are read in short read
+// transactions of scanChunk each. So a slow fn (a reader at the far end
+// of a socket) never holds a transaction open while a crawl writes the
+// file: a bbolt commit that grows the file waits for every open read.
+//
+// The crawl may write meanwhile. A URL whose result is replaced during the
+// scan (a refresh or a retry stores the new one at the end of the bucket)
+// is given once, in the form the scan reaches first; URLs first stored
+// after the call are left out. To know which URLs it owes, the scan first
+// reads the hashes of the stored results (one transaction that reads only
+// record headers, never waiting for fn) and keeps them, 16 bytes a result.
+func (db *DB) ScanResults(failedOnly bool, fn func(r *Result) error) error {
+	owed, err := db.resultHashes(failedOnly)
+	if err != nil {
+		return err
+	}
+	left := len(owed)
+	given := make([]bool, len(owed))
+	var after []byte
+	for left > 0 {
+		chunk, last, err := db.readResults(after)
+		if err != nil {
+			return err
+		}
+		for _, c := range chunk {
+			i, ok := slices.BinarySearchFunc(owed, c.hash, compareHash)
+			if !ok || given[i] {
+				continue
+			}
+			given[i], left = true, left-1
+			if failedOnly && !c.r.Failed() {
+				continue // retried since, and fetched
+			}
+			if err := fn(&c.r); err != nil {
+				return err
+			}
+		}
+		if len(chunk) < scanChunk {
+			return nil // the end of the bucket: what is still owed was replaced by a result not failed
+		}
+		after = last
+	}
+	return nil
+}
+
+func compareHash(a, b Hash) int { return bytes.Compare(a[:], b[:]) }
+
+// resultHashes returns the sorted hashes of the stored results (only the
+// failures, if failedOnly).
+func (db *DB) resultHashes(failedOnly bool) ([]Hash, error) {
+	var out []Hash
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketResults).ForEach(func(k, v []byte) error {
+			h, err := parseResultHead(v)
+			if err != nil {
+				return fmt.Errorf("decode result %x: %w", k, err)
+			}
+			if !failedOnly || h.failed {
+				out = append(out, h.hash)
+			}
+			return nil
+		})
+	})
+	slices.SortFunc(out, compareHash)
+	return out, err
+}
+
+type scanned struct {
+	hash Hash
+	r    Result
+}
+
+// readResults decodes up to scanChunk results stored after the key after
+// (from the first, if nil) and returns them with the last one's key.
+func (db *DB) readResults(after []byte) (chunk []scanned, last []byte, err error) {
+	err = db.bolt.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketResults).Cursor()
+		k, v := c.First()
+		if after != nil {
+			if k, v = c.Seek(after); k != nil && bytes.Equal(k, after) {
+				k, v = c.Next()
+			}
+		}
+		for ; k != nil && len(chunk) < scanChunk; k, v = c.Next() {
+			h, r, err := decodeResult(v)
+			if err != nil {
+				return fmt.Errorf("decode result %x: %w", k, err)
+			}
+			chunk, last = append(chunk, scanned{h, r}), append(last[:0], k...)
+		}
+		return nil
+	})
+	return chunk, last, err
 }
 
 // RequeueFailed puts every URL whose result is a failure back in the queue,
