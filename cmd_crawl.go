@@ -94,10 +94,19 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	c.opts.Logger = logger
 	defer func() { c.cleanup() }()
-	if err := c.toOptions(fs.Args()); err != nil {
-		return err
+	if err = c.toOptions(fs.Args()); err == nil {
+		err = crawlInto(ctx, c.db, c.opts, c.given, runPolicy{failRatio: c.failRatio}, stdout)
 	}
-	return crawlInto(ctx, c.db, c.opts, c.given, runPolicy{failRatio: c.failRatio}, stdout)
+	if err != nil && c.log.isJSON(stderr) {
+		// In a JSON log the last word is JSON too.
+		level := slog.LevelError
+		if codeOf(err) == exitWorkLeft {
+			level = slog.LevelWarn
+		}
+		logger.Log(ctx, level, "crawl ended", "exit", codeOf(err), "err", err.Error())
+		return loggedError{err}
+	}
+	return err
 }
 
 // crawlExitCodes ends crawl --help: what a cron job can tell from the code.
@@ -228,6 +237,7 @@ func crawlInto(ctx context.Context, dbPath string, opts crawl.Options, given fun
 		return err
 	}
 	verdict := judge(sum, policy)
+	logSummary(opts.Logger, db, engine, sum, codeOf(verdict))
 	fmt.Fprintf(stdout, "crawl %s after %s: this run %d fetched, %d failed; in all %d fetched, %d failed, %d queued, %d deferred, %d held: %s\n",
 		map[bool]string{true: "finished", false: "stopped"}[sum.Exhausted], sum.Duration.Round(1e6),
 		sum.Fetched, sum.Failed, sum.Counts.Fetched, sum.Counts.Failed, sum.Counts.Queued, sum.Counts.Deferred,
@@ -342,4 +352,29 @@ func removeStaleSeedCopies(dbPath, keep string) {
 			os.Remove(p)
 		}
 	}
+}
+
+// logSummary logs how the run ended as one structured line, beside the
+// human one on stdout: a log collector gets the figures without parsing.
+func logSummary(log *slog.Logger, db *storage.DB, engine *crawl.Engine, sum crawl.Summary, exit int) {
+	attrs := []any{"exit", exit, "exhausted", sum.Exhausted, "why", sum.Why,
+		"fetched", sum.Fetched, "failed", sum.Failed, "wall_s", sum.Duration.Seconds(),
+		"total_fetched", sum.Counts.Fetched, "total_failed", sum.Counts.Failed,
+		"queued", sum.Counts.Queued, "deferred", sum.Counts.Deferred, "held", sum.HeldWork}
+	if t, err := db.Tallies(); err == nil {
+		attrs = append(attrs, "failed_by_class", t.Failed)
+	}
+	if rows, err := engine.Control().Hosts(""); err == nil {
+		states := map[string]int{}
+		for _, r := range rows {
+			if r.State != "closed" {
+				states[r.State]++
+			}
+			if r.Hold != "" {
+				states[r.Hold]++
+			}
+		}
+		attrs = append(attrs, "hosts_not_closed", states)
+	}
+	log.Info("run summary", attrs...)
 }

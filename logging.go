@@ -20,6 +20,18 @@ func (l *logFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&l.level, "log-level", "info", "log level: debug, info, warn or error")
 }
 
+// isJSON reports whether the logger l makes for w writes JSON.
+func (l *logFlags) isJSON(w io.Writer) bool {
+	switch l.format {
+	case "json":
+		return true
+	case "auto":
+		f, ok := w.(*os.File)
+		return !ok || !term.IsTerminal(int(f.Fd()))
+	}
+	return false
+}
+
 func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(l.level)); err != nil {
@@ -32,7 +44,7 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	case "auto":
-		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if !l.isJSON(w) {
 			return slog.New(slog.NewTextHandler(w, opts)), nil
 		}
 		return slog.New(slog.NewJSONHandler(w, opts)), nil

@@ -83,26 +83,36 @@ func main() {
 }
 
 func exitCode(err error, stderr io.Writer) int {
+	code := codeOf(err)
+	if err != nil && !errors.Is(err, pflag.ErrHelp) && !errors.As(err, new(loggedError)) {
+		fmt.Fprintln(stderr, "breakwater:", err)
+	}
+	return code
+}
+
+// codeOf is the exit code err tells.
+func codeOf(err error) int {
 	var ue usageError
 	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, pflag.ErrHelp):
+	case err == nil, errors.Is(err, pflag.ErrHelp):
 		return exitOK
 	case errors.Is(err, errWorkLeft):
-		fmt.Fprintln(stderr, "breakwater:", err)
 		return exitWorkLeft
 	case errors.As(err, new(runFailedError)):
-		fmt.Fprintln(stderr, "breakwater:", err)
 		return exitFailed
 	case errors.As(err, &ue):
-		fmt.Fprintln(stderr, "breakwater:", err)
 		return exitUsage
 	default:
-		fmt.Fprintln(stderr, "breakwater:", err)
 		return exitError
 	}
 }
+
+// loggedError is an error already told through the command's logger (a
+// JSON log, whose every line must be JSON): exitCode only turns it into
+// the exit code.
+type loggedError struct{ error }
+
+func (e loggedError) Unwrap() error { return e.error }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {

@@ -1,9 +1,11 @@
 package crawl
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -21,6 +23,7 @@ const maxRedirects = 10
 // how the lease ends: with a result, a retry, or a return to the queue.
 func (e *Engine) record(x *exchange, v Verdict) disposition {
 	now := e.opts.Now()
+	e.logFetch(x, v)
 	e.reportOutcome(x.ticket, x.lease.Item.URL, v, now)
 	x.reported = true
 	switch v.Class {
@@ -223,4 +226,19 @@ func (e *Engine) paceSucceeded(x *exchange, now time.Time) {
 	if ch.Changed {
 		e.log.Info("pace recovered", "host", x.lease.Item.Host, "interval", ch.Interval.Seconds())
 	}
+}
+
+// logFetch logs one line per request at debug level, the request's URL
+// (robots.txt's for a robots.txt lease) and what came of it.
+func (e *Engine) logFetch(x *exchange, v Verdict) {
+	if x.resp == nil || !e.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	r := x.resp
+	attrs := []any{"url", r.URL, "status", r.Status, "class", string(v.Class), "ms", r.Duration.Milliseconds(),
+		"bytes", len(r.Body), "attempt", x.lease.Item.Attempts + 1}
+	if r.Err != nil {
+		attrs = append(attrs, "err", r.Err.Error())
+	}
+	e.log.Debug("fetch", attrs...)
 }
