@@ -1,15 +1,19 @@
 package main
 
 import (
+	"breakwater/metrics"
 	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -27,6 +31,7 @@ type crawlFlags struct {
 	include   []string
 	exclude   []string
 	failRatio float64
+	listen    string
 	log       logFlags
 	// given says whether a flag was on the command line: only those change
 	// the crawl's stored settings.
@@ -75,6 +80,7 @@ func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RetryMax, "retry-max", o.RetryMax, "longest retry backoff and longest Retry-After honoured")
 	fs.Float64Var(&o.RetryBudget, "retry-budget", o.RetryBudget, "retries per host as a fraction of its first attempts over a minute (plus a few a minute)")
 	fs.Float64Var(&c.failRatio, "fail-ratio", 0, "exit 4 when more than this share of the URLs this run finished failed (0: off)")
+	fs.StringVar(&c.listen, "listen", "", "serve Prometheus /metrics and /healthz on this address while the crawl runs, e.g. 127.0.0.1:9150 (off by default)")
 	c.log.addFlags(fs)
 }
 
@@ -95,7 +101,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	c.opts.Logger = logger
 	defer func() { c.cleanup() }()
 	if err = c.toOptions(fs.Args()); err == nil {
-		err = crawlInto(ctx, c.db, c.opts, c.given, runPolicy{failRatio: c.failRatio}, stdout)
+		err = crawlInto(ctx, c.db, c.opts, c.given, runPolicy{failRatio: c.failRatio, listen: c.listen}, stdout)
 	}
 	if err != nil && c.log.isJSON(stderr) {
 		// In a JSON log the last word is JSON too.
@@ -187,6 +193,7 @@ func compileAll(flag string, exprs []string) ([]*regexp.Regexp, error) {
 // runPolicy is what decides, beyond the frontier, whether a run failed.
 type runPolicy struct {
 	failRatio float64 // exit 4 above this share of failed URLs; 0 off
+	listen    string  // --listen: serve /metrics and /healthz there; "" off
 }
 
 // crawlInto runs one crawl over the database at dbPath and reports how it
@@ -213,7 +220,16 @@ func crawlInto(ctx context.Context, dbPath string, opts crawl.Options, given fun
 	if err != nil {
 		return usageError{err}
 	}
-	engine, err := crawl.New(opts, db)
+	var engine *crawl.Engine
+	var ln net.Listener
+	if policy.listen != "" {
+		if ln, err = net.Listen("tcp", policy.listen); err != nil {
+			return usagef("--listen %s: %v", policy.listen, err)
+		}
+		defer ln.Close()
+		opts.Metrics = metrics.New(func() (metrics.Snapshot, error) { return engine.MetricsSnapshot() })
+	}
+	engine, err = crawl.New(opts, db)
 	var blocked *crawl.SeedsBlockedError
 	switch {
 	case errors.As(err, &blocked):
@@ -227,6 +243,11 @@ func crawlInto(ctx context.Context, dbPath string, opts crawl.Options, given fun
 	served, err := control.Serve(serveCtx, control.SocketPath(dbPath), engine.Control(), opts.Logger)
 	if err != nil {
 		opts.Logger.Warn("control socket unavailable; status and pause work only after the crawl", "err", err)
+	}
+	if ln != nil {
+		stopMetrics := serveMetrics(ln, opts.Metrics, opts.Logger)
+		defer stopMetrics()
+		opts.Logger.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	}
 	sum, err := engine.Run(ctx)
 	stopServing()
@@ -377,4 +398,24 @@ func logSummary(log *slog.Logger, db *storage.DB, engine *crawl.Engine, sum craw
 		attrs = append(attrs, "hosts_not_closed", states)
 	}
 	log.Info("run summary", attrs...)
+}
+
+// serveMetrics serves /metrics and /healthz on ln until the returned
+// function is called.
+func serveMetrics(ln net.Listener, m *metrics.Crawl, log *slog.Logger) (stop func()) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("metrics server stopped", "err", err)
+		}
+	}()
+	return func() {
+		srv.Close()
+		<-done
+	}
 }

@@ -11,6 +11,7 @@ import (
 // onTransition logs every breaker transition and appends it to the file.
 func (e *Engine) onTransition(t breaker.Transition) {
 	rec := storage.NewTransition(t)
+	e.opts.Metrics.Transition(rec.From, rec.To)
 	e.log.Info("breaker", "host", rec.Host, "from", rec.From, "to", rec.To, "hold", rec.Hold,
 		"class", rec.Class, "detail", rec.Detail, "reason", rec.Reason)
 	if t.To == breaker.Closed {

@@ -5,6 +5,7 @@ import (
 
 	"breakwater/breaker"
 	"breakwater/control"
+	"breakwater/metrics"
 	"breakwater/storage"
 )
 
@@ -115,4 +116,35 @@ func (e *Engine) syncHold(host string) {
 		return
 	}
 	e.front.Unhold(host)
+}
+
+// MetricsSnapshot is what the metrics' gauges show: the frontier's counts
+// as last committed, URLs in flight, and the hosts by breaker state from
+// the live registry.
+func (e *Engine) MetricsSnapshot() (metrics.Snapshot, error) {
+	st, err := control.ReadStatus(e.db)
+	if err != nil {
+		return metrics.Snapshot{}, err
+	}
+	s := metrics.Snapshot{Queued: st.Queued, Deferred: st.Deferred, Leased: int64(e.front.InFlight()),
+		Done: st.Fetched, Failed: st.Failed, Hosts: map[string]int{}, NotClosed: map[string]int{}}
+	snap := e.breakers.Snapshot()
+	for host, b := range snap {
+		if b.Hold.Has(breaker.Paused) {
+			s.Paused++
+		}
+		if b.Hold.Has(breaker.Case) {
+			s.Cases++
+		}
+		switch b.State {
+		case breaker.HalfOpen:
+			s.Hosts["half-open"]++
+			s.NotClosed[host] = 1
+		case breaker.Open:
+			s.Hosts["open"]++
+			s.NotClosed[host] = 2
+		}
+	}
+	s.Hosts["closed"] = max(st.Hosts-s.Hosts["half-open"]-s.Hosts["open"], 0)
+	return s, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"breakwater/breaker"
 	"breakwater/fetch"
+	"breakwater/metrics"
 	"breakwater/robots"
 	"breakwater/sitemap"
 	"breakwater/warc"
@@ -125,6 +126,9 @@ type Options struct {
 	// Fetcher makes the requests; nil (the default) means a fetch.Fetcher
 	// built from these options. Tests pass a fake.
 	Fetcher Fetcher
+	// Metrics, if set, counts the crawl's requests and transitions (see
+	// package metrics and Engine.MetricsSnapshot); nil counts nothing.
+	Metrics *metrics.Crawl
 	// Now is the clock; nil means time.Now. Rand returns numbers in [0, 1)
 	// for jitter; nil means math/rand/v2's Float64. Logger receives the
 	// crawl's logs; nil means slog.Default().

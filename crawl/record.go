@@ -228,13 +228,18 @@ func (e *Engine) paceSucceeded(x *exchange, now time.Time) {
 	}
 }
 
-// logFetch logs one line per request at debug level, the request's URL
-// (robots.txt's for a robots.txt lease) and what came of it.
+// logFetch counts each request in the metrics and logs it, one line at
+// debug level: the request's URL (robots.txt's for a robots.txt lease) and
+// what came of it.
 func (e *Engine) logFetch(x *exchange, v Verdict) {
-	if x.resp == nil || !e.log.Enabled(context.Background(), slog.LevelDebug) {
+	if x.resp == nil {
 		return
 	}
 	r := x.resp
+	e.opts.Metrics.Fetched(string(v.Class), r.Status, x.lease.Item.Attempts > 0, len(r.Body), r.Duration.Seconds())
+	if !e.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
 	attrs := []any{"url", r.URL, "status", r.Status, "class", string(v.Class), "ms", r.Duration.Milliseconds(),
 		"bytes", len(r.Body), "attempt", x.lease.Item.Attempts + 1}
 	if r.Err != nil {
