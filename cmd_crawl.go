@@ -25,14 +25,15 @@ import (
 
 // crawlFlags binds the crawl command's flags to crawl.Options.
 type crawlFlags struct {
-	opts      crawl.Options
-	db        string
-	seedsFile string
-	include   []string
-	exclude   []string
-	failRatio float64
-	listen    string
-	log       logFlags
+	opts        crawl.Options
+	db          string
+	seedsFile   string
+	include     []string
+	exclude     []string
+	failRatio   float64
+	listen      string
+	metricsFile string
+	log         logFlags
 	// given says whether a flag was on the command line: only those change
 	// the crawl's stored settings.
 	given func(flag string) bool
@@ -80,6 +81,7 @@ func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RetryMax, "retry-max", o.RetryMax, "longest retry backoff and longest Retry-After honoured")
 	fs.Float64Var(&o.RetryBudget, "retry-budget", o.RetryBudget, "retries per host as a fraction of its first attempts over a minute (plus a few a minute)")
 	fs.Float64Var(&c.failRatio, "fail-ratio", 0, "exit 4 when more than this share of the URLs this run finished failed (0: off)")
+	fs.StringVar(&c.metricsFile, "metrics-file", "", "write the metrics in node_exporter textfile format to this file every 15s and when the run ends (atomic rename)")
 	fs.StringVar(&c.listen, "listen", "", "serve Prometheus /metrics and /healthz on this address while the crawl runs, e.g. 127.0.0.1:9150 (off by default)")
 	c.log.addFlags(fs)
 }
@@ -101,7 +103,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	c.opts.Logger = logger
 	defer func() { c.cleanup() }()
 	if err = c.toOptions(fs.Args()); err == nil {
-		err = crawlInto(ctx, c.db, c.opts, c.given, runPolicy{failRatio: c.failRatio, listen: c.listen}, stdout)
+		err = crawlInto(ctx, c.db, c.opts, c.given, runPolicy{failRatio: c.failRatio, listen: c.listen, metricsFile: c.metricsFile}, stdout)
 	}
 	if err != nil && c.log.isJSON(stderr) {
 		// In a JSON log the last word is JSON too.
@@ -194,7 +196,13 @@ func compileAll(flag string, exprs []string) ([]*regexp.Regexp, error) {
 type runPolicy struct {
 	failRatio float64 // exit 4 above this share of failed URLs; 0 off
 	listen    string  // --listen: serve /metrics and /healthz there; "" off
+	// metricsFile: write the metrics there every metricsEvery and when
+	// the run ends; "" off.
+	metricsFile string
 }
+
+// metricsEvery is how often --metrics-file is rewritten while a crawl runs.
+const metricsEvery = 15 * time.Second
 
 // crawlInto runs one crawl over the database at dbPath and reports how it
 // ended. given says which flags were on the command line: those change the
@@ -220,6 +228,11 @@ func crawlInto(ctx context.Context, dbPath string, opts crawl.Options, given fun
 	if err != nil {
 		return usageError{err}
 	}
+	if policy.metricsFile != "" {
+		if info, err := os.Stat(filepath.Dir(policy.metricsFile)); err != nil || !info.IsDir() {
+			return usagef("--metrics-file %s: its directory does not exist", policy.metricsFile)
+		}
+	}
 	var engine *crawl.Engine
 	var ln net.Listener
 	if policy.listen != "" {
@@ -227,6 +240,8 @@ func crawlInto(ctx context.Context, dbPath string, opts crawl.Options, given fun
 			return usagef("--listen %s: %v", policy.listen, err)
 		}
 		defer ln.Close()
+	}
+	if policy.listen != "" || policy.metricsFile != "" {
 		opts.Metrics = metrics.New(func() (metrics.Snapshot, error) { return engine.MetricsSnapshot() })
 	}
 	engine, err = crawl.New(opts, db)
@@ -249,7 +264,18 @@ func crawlInto(ctx context.Context, dbPath string, opts crawl.Options, given fun
 		defer stopMetrics()
 		opts.Logger.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	}
+	stopWriting := func() {}
+	if policy.metricsFile != "" {
+		stopWriting = writeMetricsEvery(policy.metricsFile, opts.Metrics, metricsEvery, opts.Logger)
+	}
 	sum, err := engine.Run(ctx)
+	stopWriting()
+	if policy.metricsFile != "" {
+		// Cron runs end before any scrape: the last figures are the run's.
+		if werr := opts.Metrics.WriteTextfile(policy.metricsFile); werr != nil {
+			opts.Logger.Error("write metrics", "err", werr)
+		}
+	}
 	stopServing()
 	if served != nil {
 		<-served
@@ -416,6 +442,31 @@ func serveMetrics(ln net.Listener, m *metrics.Crawl, log *slog.Logger) (stop fun
 	}()
 	return func() {
 		srv.Close()
+		<-done
+	}
+}
+
+// writeMetricsEvery rewrites path with m's metrics every interval until the
+// returned function is called.
+func writeMetricsEvery(path string, m *metrics.Crawl, every time.Duration, log *slog.Logger) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				if err := m.WriteTextfile(path); err != nil {
+					log.Warn("write metrics", "err", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		close(quit)
 		<-done
 	}
 }

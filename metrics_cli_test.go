@@ -4,6 +4,9 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,5 +140,37 @@ func TestMetricsDuringACrawl(t *testing.T) {
 	}
 	if _, err := scrape(addr); err == nil {
 		t.Errorf("metrics still served after the crawl ended")
+	}
+}
+
+// --metrics-file leaves the run's metrics in node_exporter's textfile
+// format when the run ends, for a cron job that nothing scrapes.
+func TestMetricsFile(t *testing.T) {
+	site := startSite(t, 2, 5)
+	db := tempDB(t)
+	path := filepath.Join(t.TempDir(), "breakwater.prom")
+	mustRun(t, exitOK, crawlArgs(db, append([]string{"--metrics-file", path}, site.Roots()...)...)...)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(f)
+	if err != nil {
+		t.Fatalf("the textfile does not parse: %v", err)
+	}
+	if n, _ := value(fams, "breakwater_responses_total", map[string]string{"class": "ok", "status_class": "2xx"}); n < 10 {
+		t.Errorf("2xx answers in the textfile = %v, want the 10 pages", n)
+	}
+	if v, _ := value(fams, "breakwater_frontier_urls", map[string]string{"state": "done"}); v != 10 {
+		t.Errorf("done URLs in the textfile = %v, want 10: written after the last commit", v)
+	}
+	if left, _ := filepath.Glob(path + "*[0-9]"); len(left) != 0 {
+		t.Errorf("temporary files left beside it: %v", left)
+	}
+	r := mustRun(t, exitUsage, crawlArgs(tempDB(t), "--metrics-file", "/nonexistent/dir/m.prom", site.Roots()[0])...)
+	if !strings.Contains(r.stderr, "--metrics-file") {
+		t.Errorf("a bad --metrics-file: %s", r)
 	}
 }

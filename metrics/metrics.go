@@ -6,6 +6,7 @@
 package metrics
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -78,6 +79,16 @@ func (c *Crawl) Transition(from, to string) {
 		return
 	}
 	c.transitions.WithLabelValues(from, to).Inc()
+}
+
+// WriteTextfile writes the metrics to path in the text format
+// node_exporter's textfile collector reads, through a temporary file
+// renamed over path, so a collector never reads half a file.
+func (c *Crawl) WriteTextfile(path string) error {
+	if err := prometheus.WriteToTextfile(path, c.reg); err != nil {
+		return fmt.Errorf("--metrics-file %s: %w", path, err)
+	}
+	return nil
 }
 
 // Handler serves the metrics in the Prometheus text format.
