@@ -108,6 +108,9 @@ func checkCrawl(t *testing.T, c *CrawlResult) {
 		t.Errorf("crawl rates = %+v; want positive rate, ratio and file size", c)
 	}
 	checkWARC(t, c.WARC, want)
+	if l := c.Listen; l == nil || l.Fetched != c.Fetched || l.PagesPerSec <= 0 || l.RatioToCrawl <= 0 {
+		t.Errorf("the crawl with --listen: %+v, want the same pages and its rates", l)
+	}
 }
 
 // checkWARC checks the crawl section's second crawl, with --warc, of the

@@ -30,6 +30,9 @@ type CrawlResult struct {
 	// WARC is the same crawl again with --warc, run right after this one
 	// on the same site; nil when Config.NoWARC skipped it.
 	WARC *WARCRun `json:"warc,omitempty"`
+	// Listen is the same crawl again with its metrics served and scraped
+	// every second (issue 15).
+	Listen *ListenRun `json:"listen,omitempty"`
 }
 
 // ceilingAndCrawl runs both sections on one site, the ceiling first: the
@@ -66,6 +69,10 @@ func (r *runner) ceilingAndCrawl(ctx context.Context) error {
 		res.RatioToCeiling = res.PagesPerSec / c.PagesPerSec
 	}
 	r.report.Crawl = res
+	cfg.logf("crawl: %s again with --listen, scraped every second", cfg.Site)
+	if res.Listen, err = r.listenCrawl(ctx, site, res); err != nil {
+		return err
+	}
 	if cfg.NoWARC {
 		return nil
 	}

@@ -99,6 +99,13 @@ func (r *Report) crawlRows() []Row {
 		Row{"crawl", "robots.txt requests (not counted above)", strconv.Itoa(t.RobotsRequests), "", ""},
 		Row{"crawl", "failed URLs / database file", fmt.Sprintf("%d / %s", c.Failed, mb(c.DBBytes)), "", ""},
 	)
+	if l := c.Listen; l != nil {
+		rows = append(rows,
+			Row{"crawl", fmt.Sprintf("with --listen, scraped every second: distinct pages/s (%d fetched in %s, %d scrapes)",
+				l.Fetched, secs(l.Wall), l.Scrapes), rate(l.PagesPerSec, "pages/s"), "", ""},
+			Row{"crawl", "with --listen: ratio to the crawl without it", pct(l.RatioToCrawl),
+				">= " + pct(TargetListenToCrawl), verdict(l.RatioToCrawl >= TargetListenToCrawl)})
+	}
 	if c.WARC != nil {
 		rows = append(rows, c.warcRows()...)
 	}
