@@ -2,6 +2,7 @@ package main
 
 import (
 	"breakwater/metrics"
+	"breakwater/notify"
 	"bufio"
 	"context"
 	"errors"
@@ -33,6 +34,7 @@ type crawlFlags struct {
 	failRatio   float64
 	listen      string
 	metricsFile string
+	notify      string
 	log         logFlags
 	// given says whether a flag was on the command line: only those change
 	// the crawl's stored settings.
@@ -82,6 +84,7 @@ func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.RetryBudget, "retry-budget", o.RetryBudget, "retries per host as a fraction of its first attempts over a minute (plus a few a minute)")
 	fs.Float64Var(&c.failRatio, "fail-ratio", 0, "exit 4 when more than this share of the URLs this run finished failed (0: off)")
 	fs.StringVar(&c.metricsFile, "metrics-file", "", "write the metrics in node_exporter textfile format to this file every 15s and when the run ends (atomic rename)")
+	fs.StringVar(&c.notify, "notify", "", "POST a JSON event to this URL when a host refuses us by name, a host is given up on, or a run ends with a non-zero exit code")
 	fs.StringVar(&c.listen, "listen", "", "serve Prometheus /metrics and /healthz on this address while the crawl runs, e.g. 127.0.0.1:9150 (off by default)")
 	c.log.addFlags(fs)
 }
@@ -103,7 +106,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	c.opts.Logger = logger
 	defer func() { c.cleanup() }()
 	if err = c.toOptions(fs.Args()); err == nil {
-		err = crawlInto(ctx, c.db, c.opts, c.given, runPolicy{failRatio: c.failRatio, listen: c.listen, metricsFile: c.metricsFile}, stdout)
+		err = crawlInto(ctx, c.db, c.opts, c.given, runPolicy{failRatio: c.failRatio, listen: c.listen, metricsFile: c.metricsFile, notify: c.notify}, stdout)
 	}
 	if err != nil && c.log.isJSON(stderr) {
 		// In a JSON log the last word is JSON too.
@@ -199,7 +202,11 @@ type runPolicy struct {
 	// metricsFile: write the metrics there every metricsEvery and when
 	// the run ends; "" off.
 	metricsFile string
+	notify      string // --notify: POST events there; "" off
 }
+
+// notifyGrace bounds how long a run's end waits for its notifications.
+const notifyGrace = 15 * time.Second
 
 // metricsEvery is how often --metrics-file is rewritten while a crawl runs.
 const metricsEvery = 15 * time.Second
@@ -232,6 +239,22 @@ func crawlInto(ctx context.Context, dbPath string, opts crawl.Options, given fun
 		if info, err := os.Stat(filepath.Dir(policy.metricsFile)); err != nil || !info.IsDir() {
 			return usagef("--metrics-file %s: its directory does not exist", policy.metricsFile)
 		}
+	}
+	if policy.notify != "" {
+		target, perr := notify.ParseURL(policy.notify)
+		if perr != nil {
+			return usageError{perr}
+		}
+		opts.Notify = notify.New(target, dbPath, notify.Options{Logger: opts.Logger})
+		defer func() {
+			if err != nil && !errors.Is(err, pflag.ErrHelp) {
+				opts.Notify.Send("run-ended", map[string]any{"exit": codeOf(err), "err": err.Error()})
+			}
+			// A webhook that is down delays the exit a little, never its code.
+			ctx, cancel := context.WithTimeout(context.Background(), notifyGrace)
+			defer cancel()
+			opts.Notify.Close(ctx)
+		}()
 	}
 	var engine *crawl.Engine
 	var ln net.Listener

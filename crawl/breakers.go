@@ -36,6 +36,7 @@ func (e *Engine) onTransition(t breaker.Transition) {
 func (e *Engine) raiseCase(c storage.Case) {
 	e.log.Warn("refused by name: host held for a human", "host", c.Host, "url", c.URL,
 		"status", c.Status, "excerpt", c.Excerpt)
+	e.opts.Notify.Send("case", map[string]any{"host": c.Host, "url": c.URL, "status": c.Status, "excerpt": c.Excerpt})
 	e.submit(func(b *storage.Batch) { b.AppendCase(c) })
 	e.syncHold(c.Host)
 }
@@ -128,6 +129,7 @@ func (e *Engine) giveUp(host string, now time.Time) {
 	if _, again := e.givenUp.Swap(host, now); !again {
 		e.log.Warn("giving up on host: its queued URLs are recorded as host-down", "host", host,
 			"after", e.opts.GiveUpAfter.String())
+		e.opts.Notify.Send("host-given-up", map[string]any{"host": host, "after_s": e.opts.GiveUpAfter.Seconds()})
 	}
 	err := e.front.FailHost(host, storage.Result{ErrorClass: "host-down",
 		Error:     fmt.Sprintf("host unreachable for %s without a successful probe", e.opts.GiveUpAfter),

@@ -11,6 +11,7 @@ import (
 	"breakwater/breaker"
 	"breakwater/fetch"
 	"breakwater/metrics"
+	"breakwater/notify"
 	"breakwater/robots"
 	"breakwater/sitemap"
 	"breakwater/warc"
@@ -129,6 +130,9 @@ type Options struct {
 	// Metrics, if set, counts the crawl's requests and transitions (see
 	// package metrics and Engine.MetricsSnapshot); nil counts nothing.
 	Metrics *metrics.Crawl
+	// Notify, if set, is told of what needs a human: a case raised, a
+	// host given up on (see package notify); nil tells no one.
+	Notify *notify.Notifier
 	// Now is the clock; nil means time.Now. Rand returns numbers in [0, 1)
 	// for jitter; nil means math/rand/v2's Float64. Logger receives the
 	// crawl's logs; nil means slog.Default().
