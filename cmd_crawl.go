@@ -35,6 +35,8 @@ type crawlFlags struct {
 	listen      string
 	metricsFile string
 	notify      string
+	progress    string      // --progress: auto, always or never
+	line        *lineWriter // stderr shared with the progress line; nil when it is not shown
 	log         logFlags
 	// given says whether a flag was on the command line: only those change
 	// the crawl's stored settings.
@@ -84,6 +86,7 @@ func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.RetryBudget, "retry-budget", o.RetryBudget, "retries per host as a fraction of its first attempts over a minute (plus a few a minute)")
 	fs.Float64Var(&c.failRatio, "fail-ratio", 0, "exit 4 when more than this share of the URLs this run finished failed (0: off)")
 	fs.StringVar(&c.metricsFile, "metrics-file", "", "write the metrics in node_exporter textfile format to this file every 15s and when the run ends (atomic rename)")
+	fs.StringVar(&c.progress, "progress", "auto", "a live progress line on stderr: auto (on a terminal), always or never; off it, a progress log line every 30s")
 	fs.StringVar(&c.notify, "notify", "", "POST a JSON event to this URL when a host refuses us by name, a host is given up on, or a run ends with a non-zero exit code")
 	fs.StringVar(&c.listen, "listen", "", "serve Prometheus /metrics and /healthz on this address while the crawl runs, e.g. 127.0.0.1:9150 (off by default)")
 	c.log.addFlags(fs)
@@ -99,14 +102,24 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	c.given = fs.Changed
-	logger, err := c.log.logger(stderr)
+	showLine, err := progressShown(c.progress, stderr)
+	if err != nil {
+		return err
+	}
+	logTo := stderr
+	if showLine {
+		c.line = &lineWriter{w: stderr}
+		logTo = c.line
+		c.opts.ProgressEvery = -1 // the line shows it
+	}
+	logger, err := c.log.loggerTo(logTo, stderr)
 	if err != nil {
 		return err
 	}
 	c.opts.Logger = logger
 	defer func() { c.cleanup() }()
 	if err = c.toOptions(fs.Args()); err == nil {
-		err = crawlInto(ctx, c.db, c.opts, c.given, runPolicy{failRatio: c.failRatio, listen: c.listen, metricsFile: c.metricsFile, notify: c.notify}, stdout)
+		err = crawlInto(ctx, c.db, c.opts, c.given, runPolicy{failRatio: c.failRatio, listen: c.listen, metricsFile: c.metricsFile, notify: c.notify, line: c.line}, stdout)
 	}
 	if err != nil && c.log.isJSON(stderr) {
 		// In a JSON log the last word is JSON too.
@@ -203,6 +216,8 @@ type runPolicy struct {
 	// the run ends; "" off.
 	metricsFile string
 	notify      string // --notify: POST events there; "" off
+	// line, if set, is where the progress line is drawn while the crawl runs.
+	line *lineWriter
 }
 
 // notifyGrace bounds how long a run's end waits for its notifications.
@@ -291,7 +306,12 @@ func crawlInto(ctx context.Context, dbPath string, opts crawl.Options, given fun
 	if policy.metricsFile != "" {
 		stopWriting = writeMetricsEvery(policy.metricsFile, opts.Metrics, metricsEvery, opts.Logger)
 	}
+	stopLine := func() {}
+	if policy.line != nil {
+		stopLine = showProgress(policy.line, engine, opts.MaxPages, 250*time.Millisecond)
+	}
 	sum, err := engine.Run(ctx)
+	stopLine()
 	stopWriting()
 	if policy.metricsFile != "" {
 		// Cron runs end before any scrape: the last figures are the run's.

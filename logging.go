@@ -32,7 +32,11 @@ func (l *logFlags) isJSON(w io.Writer) bool {
 	return false
 }
 
-func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
+func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) { return l.loggerTo(w, w) }
+
+// loggerTo builds the logger writing to w, in the format auto picks for
+// terminal (the stream w ends up on).
+func (l *logFlags) loggerTo(w, terminal io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(l.level)); err != nil {
 		return nil, usagef("--log-level %q: want debug, info, warn or error", l.level)
@@ -44,7 +48,7 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	case "auto":
-		if !l.isJSON(w) {
+		if !l.isJSON(terminal) {
 			return slog.New(slog.NewTextHandler(w, opts)), nil
 		}
 		return slog.New(slog.NewJSONHandler(w, opts)), nil

@@ -54,7 +54,8 @@ type Engine struct {
 	// skipped counts the results of URLs the crawl chose not to fetch
 	// (robots.txt, a narrowed scope) and of missing sitemaps: they are
 	// neither.
-	skipped atomic.Int64
+	skipped  atomic.Int64
+	runStart time.Time // when New made the engine (Run follows at once), for Progress
 }
 
 // Summary is how a run ended.
@@ -108,7 +109,7 @@ func New(opts Options, db *storage.DB) (*Engine, error) {
 		opts.Logger = slog.Default()
 	}
 	e := &Engine{opts: opts, db: db, token: robots.ProductToken(opts.UserAgent), log: opts.Logger,
-		hosts: newHostTable(opts.Delay), pages: map[storage.Hash]bool{}}
+		hosts: newHostTable(opts.Delay), pages: map[storage.Hash]bool{}, runStart: opts.Now()}
 	e.budget = NewRetryBudget(opts.RetryBudget, time.Minute, 3)
 	e.breakers = breaker.NewRegistry(opts.breakerConfig(), e.onTransition)
 	if err := e.loadBreakers(); err != nil {
@@ -312,8 +313,15 @@ func (e *Engine) housekeep(ctx context.Context) {
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	report := time.NewTicker(10 * time.Second)
-	defer report.Stop()
+	var report <-chan time.Time // nil: never
+	if every := e.opts.ProgressEvery; every >= 0 {
+		if every == 0 {
+			every = 30 * time.Second
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		report = t.C
+	}
 	var beat time.Time
 	for {
 		select {
@@ -330,7 +338,7 @@ func (e *Engine) housekeep(ctx context.Context) {
 			e.refreshTick(now)
 			e.hosts.prune(now, time.Minute)
 			e.budget.Prune(now)
-		case <-report.C:
+		case <-report:
 			e.logProgress()
 		}
 	}
@@ -342,15 +350,6 @@ const heartbeatEvery = 5 * time.Second
 
 func (e *Engine) heartbeat(now time.Time) {
 	e.submit(func(b *storage.Batch) { b.PutRunningAt(now) })
-}
-
-func (e *Engine) logProgress() {
-	c, err := e.db.Counts()
-	if err != nil {
-		return
-	}
-	e.log.Info("progress", "fetched", c.Fetched, "failed", c.Failed, "queued", c.Queued,
-		"deferred", c.Deferred, "in_flight", e.front.InFlight())
 }
 
 // prepareSeeds checks every seed, records the seeds' hosts in the file (so

@@ -133,6 +133,9 @@ type Options struct {
 	// Notify, if set, is told of what needs a human: a case raised, a
 	// host given up on (see package notify); nil tells no one.
 	Notify *notify.Notifier
+	// ProgressEvery is how often a progress line is logged; zero means
+	// every 30s, negative never (a progress line on a terminal shows it).
+	ProgressEvery time.Duration
 	// Now is the clock; nil means time.Now. Rand returns numbers in [0, 1)
 	// for jitter; nil means math/rand/v2's Float64. Logger receives the
 	// crawl's logs; nil means slog.Default().
