@@ -298,9 +298,9 @@ func crawlInto(ctx context.Context, dbPath string, opts crawl.Options, given fun
 		opts.Logger.Warn("control socket unavailable; status and pause work only after the crawl", "err", err)
 	}
 	if ln != nil {
-		stopMetrics := serveMetrics(ln, opts.Metrics, opts.Logger)
+		stopMetrics := serveMetrics(ln, opts.Metrics, engine, opts.Logger)
 		defer stopMetrics()
-		opts.Logger.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+		fmt.Fprintf(stdout, "status page: http://%s/ (metrics at /metrics)\n", ln.Addr())
 	}
 	stopWriting := func() {}
 	if policy.metricsFile != "" {
@@ -469,11 +469,12 @@ func logSummary(log *slog.Logger, db *storage.DB, engine *crawl.Engine, sum craw
 	log.Info("run summary", attrs...)
 }
 
-// serveMetrics serves /metrics and /healthz on ln until the returned
-// function is called.
-func serveMetrics(ln net.Listener, m *metrics.Crawl, log *slog.Logger) (stop func()) {
+// serveMetrics serves the status page (/ and /status.json), /metrics and
+// /healthz on ln until the returned function is called.
+func serveMetrics(ln net.Listener, m *metrics.Crawl, engine *crawl.Engine, log *slog.Logger) (stop func()) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
+	mux.Handle("/", metrics.PageHandler(engine.Control(), time.Now(), time.Now))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})
