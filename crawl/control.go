@@ -126,25 +126,10 @@ func (e *Engine) MetricsSnapshot() (metrics.Snapshot, error) {
 	if err != nil {
 		return metrics.Snapshot{}, err
 	}
+	c := e.census(e.opts.Now())
 	s := metrics.Snapshot{Queued: st.Queued, Deferred: st.Deferred, Leased: int64(e.front.InFlight()),
-		Done: st.Fetched, Failed: st.Failed, Hosts: map[string]int{}, NotClosed: map[string]int{}}
-	snap := e.breakers.Snapshot()
-	for host, b := range snap {
-		if b.Hold.Has(breaker.Paused) {
-			s.Paused++
-		}
-		if b.Hold.Has(breaker.Case) {
-			s.Cases++
-		}
-		switch b.State {
-		case breaker.HalfOpen:
-			s.Hosts["half-open"]++
-			s.NotClosed[host] = 1
-		case breaker.Open:
-			s.Hosts["open"]++
-			s.NotClosed[host] = 2
-		}
-	}
-	s.Hosts["closed"] = max(st.Hosts-s.Hosts["half-open"]-s.Hosts["open"], 0)
+		Done: st.Fetched, Failed: st.Failed, Paused: c.Paused, Cases: c.Cases, NotClosed: c.NotClosed,
+		Hosts: map[string]int{"half-open": c.HalfOpen, "open": c.Open,
+			"closed": max(st.Hosts-c.HalfOpen-c.Open, 0)}}
 	return s, nil
 }

@@ -32,32 +32,52 @@ func (e *Engine) Progress() Progress {
 	if c, err := e.db.Counts(); err == nil {
 		p.Fetched, p.Failed, p.Queued, p.Deferred = c.Fetched, c.Failed, c.Queued, c.Deferred
 	}
-	for _, b := range e.breakers.Snapshot() {
+	c := e.census(now)
+	p.Open, p.HalfOpen, p.Paused, p.Cases, p.NextProbe, p.GiveUpIn = c.Open, c.HalfOpen, c.Paused, c.Cases, c.NextProbe, c.GiveUpIn
+	return p
+}
+
+// census is the hosts that are not closed, from the live registry.
+type census struct {
+	Open, HalfOpen, Paused, Cases int
+	// NotClosed maps each such host to the design reference's level: 1
+	// half-open, 2 open.
+	NotClosed map[string]int
+	// NextProbe is when the soonest open host (not held) is asked again,
+	// and GiveUpIn when the soonest is given up on; zero when none.
+	NextProbe, GiveUpIn time.Duration
+}
+
+func (e *Engine) census(now time.Time) census {
+	c := census{NotClosed: map[string]int{}}
+	for host, b := range e.breakers.Snapshot() {
 		if b.Hold.Has(breaker.Paused) {
-			p.Paused++
+			c.Paused++
 		}
 		if b.Hold.Has(breaker.Case) {
-			p.Cases++
+			c.Cases++
 		}
 		switch b.State {
 		case breaker.HalfOpen:
-			p.HalfOpen++
+			c.HalfOpen++
+			c.NotClosed[host] = 1
 		case breaker.Open:
-			p.Open++
+			c.Open++
+			c.NotClosed[host] = 2
 			if b.Hold != breaker.NoHold {
 				continue
 			}
-			if next := b.ReadyAt().Sub(now); p.NextProbe == 0 || next < p.NextProbe {
-				p.NextProbe = max(next, time.Second)
+			if next := b.ReadyAt().Sub(now); c.NextProbe == 0 || next < c.NextProbe {
+				c.NextProbe = max(next, time.Second)
 			}
 			if !b.DownSince.IsZero() {
-				if in := b.DownSince.Add(e.opts.GiveUpAfter).Sub(now); p.GiveUpIn == 0 || in < p.GiveUpIn {
-					p.GiveUpIn = max(in, time.Second)
+				if in := b.DownSince.Add(e.opts.GiveUpAfter).Sub(now); c.GiveUpIn == 0 || in < c.GiveUpIn {
+					c.GiveUpIn = max(in, time.Second)
 				}
 			}
 		}
 	}
-	return p
+	return c
 }
 
 // logProgress is the progress line of a crawl off a terminal: the same
