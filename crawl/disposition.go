@@ -66,6 +66,7 @@ type disposition struct {
 	ending ending
 	until  time.Time       // parkHost, deferURL
 	item   storage.Item    // deferURL
+	reason string          // deferURL: why, for the metrics (a retry's backoff, the host's retry budget)
 	result *storage.Result // complete
 	found  []storage.Item  // complete
 	// hostWait, if set, also parks the host until then (a 503's Retry-After).
@@ -96,8 +97,14 @@ func held() disposition                    { return disposition{ending: holdHost
 func givenUp() disposition                 { return disposition{ending: giveUpHost} }
 func failed(r *storage.Result) disposition { return disposition{ending: complete, result: r} }
 
-func deferred(it storage.Item, until time.Time) disposition {
-	return disposition{ending: deferURL, item: it, until: until}
+// Why a URL is deferred.
+const (
+	deferRetry  = "retry-backoff"
+	deferBudget = "retry-budget"
+)
+
+func deferred(it storage.Item, until time.Time, reason string) disposition {
+	return disposition{ending: deferURL, item: it, until: until, reason: reason}
 }
 
 func completed(r *storage.Result, found []storage.Item) disposition {
@@ -136,6 +143,7 @@ func (e *Engine) settle(x *exchange, d disposition) {
 		e.syncHold(l.Item.Host)
 		e.front.Release(l)
 	case deferURL:
+		e.opts.Metrics.Deferred(d.reason)
 		err = e.front.Defer(l, d.item, d.until)
 	case complete:
 		r := d.result

@@ -154,7 +154,7 @@ func (e *Engine) takeToken(x *exchange) (disposition, bool) {
 	if l.Item.Attempts > 0 {
 		if ok, at := e.budget.TryRetry(l.Item.Host, now); !ok {
 			hs.mu.Unlock()
-			return deferred(l.Item, at), true
+			return deferred(l.Item, at, deferBudget), true
 		}
 	} else {
 		e.budget.RecordFirstAttempt(l.Item.Host, now)

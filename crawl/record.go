@@ -174,7 +174,7 @@ func (e *Engine) retryOrFail(x *exchange, v Verdict, now time.Time) disposition 
 		r.ErrorClass, r.Error = string(v.Class), v.Detail
 		return failed(r)
 	}
-	return deferred(it, now.Add(Backoff(it.Attempts, e.opts.RetryBase, e.opts.RetryMax, e.opts.Rand)))
+	return deferred(it, now.Add(Backoff(it.Attempts, e.opts.RetryBase, e.opts.RetryMax, e.opts.Rand)), deferRetry)
 }
 
 func (e *Engine) fill(it storage.Item, r *storage.Result) *storage.Result {

@@ -33,6 +33,7 @@ type Crawl struct {
 	responses   *prometheus.CounterVec
 	attempts    *prometheus.CounterVec
 	transitions *prometheus.CounterVec
+	deferrals   *prometheus.CounterVec
 	bytes       prometheus.Counter
 	duration    prometheus.Histogram
 }
@@ -48,12 +49,14 @@ func New(snapshot func() (Snapshot, error)) *Crawl {
 			Help: "Requests sent: first attempts and retries."}, []string{"kind"}),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "breakwater_breaker_transitions_total",
 			Help: "Circuit breaker transitions by from and to state."}, []string{"from", "to"}),
+		deferrals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "breakwater_deferrals_total",
+			Help: "URLs put back in the time-ordered bucket, by reason (retry-backoff, retry-budget)."}, []string{"reason"}),
 		bytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "breakwater_received_body_bytes_total",
 			Help: "Response body bytes received (as kept, after decompression)."}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "breakwater_fetch_duration_seconds",
 			Help: "Time from a request's start to its body read.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 9)}),
 	}
-	c.reg.MustRegister(c.responses, c.attempts, c.transitions, c.bytes, c.duration,
+	c.reg.MustRegister(c.responses, c.attempts, c.transitions, c.deferrals, c.bytes, c.duration,
 		&gauges{snapshot: snapshot})
 	return c
 }
@@ -71,6 +74,14 @@ func (c *Crawl) Fetched(class string, status int, retry bool, bodyBytes int, sec
 	c.attempts.WithLabelValues(kind).Inc()
 	c.bytes.Add(float64(bodyBytes))
 	c.duration.Observe(seconds)
+}
+
+// Deferred counts one URL deferred for reason.
+func (c *Crawl) Deferred(reason string) {
+	if c == nil {
+		return
+	}
+	c.deferrals.WithLabelValues(reason).Inc()
 }
 
 // Transition counts one breaker transition.

@@ -32,3 +32,28 @@ func TestSnapshotFailureStillServesCounters(t *testing.T) {
 		t.Errorf("counters not served after a failed snapshot:\n%s", rec.Body.String())
 	}
 }
+
+func TestCountersByLabel(t *testing.T) {
+	c := New(func() (Snapshot, error) { return Snapshot{NotClosed: map[string]int{"a.test": 2}}, nil })
+	c.Deferred("retry-backoff")
+	c.Deferred("retry-backoff")
+	c.Deferred("retry-budget")
+	c.Transition("closed", "open")
+	c.Fetched("transient", 0, true, 0, 2)
+	rec := httptest.NewRecorder()
+	c.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		`breakwater_deferrals_total{reason="retry-backoff"} 2`,
+		`breakwater_deferrals_total{reason="retry-budget"} 1`,
+		`breakwater_breaker_transitions_total{from="closed",to="open"} 1`,
+		`breakwater_requests_total{kind="retry"} 1`,
+		`breakwater_responses_total{class="transient",status_class="none"} 1`,
+		`breakwater_host_breaker_state{host="a.test"} 2`,
+		`breakwater_fetch_duration_seconds_count 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s:\n%s", want, body)
+		}
+	}
+}
