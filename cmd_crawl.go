@@ -208,7 +208,8 @@ func compileAll(flag string, exprs []string) ([]*regexp.Regexp, error) {
 	return out, nil
 }
 
-// runPolicy is what decides, beyond the frontier, whether a run failed.
+// runPolicy is what one run of the crawl command adds to the crawl: how its
+// end is judged, and how it is watched (metrics, notifications, progress).
 type runPolicy struct {
 	failRatio float64 // exit 4 above this share of failed URLs; 0 off
 	listen    string  // --listen: serve /metrics and /healthz there; "" off
