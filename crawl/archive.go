@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"fmt"
+	"net/http"
 
 	"breakwater/fetch"
 	"breakwater/storage"
@@ -28,16 +29,18 @@ func (e *Engine) openArchive() error {
 
 // archiveEntry encodes the exchange that ends a lease, for the commit that
 // stores its result: nil when there is no archive or nothing came back.
-// A 304 to a refresh is a revisit of the page it keeps.
+// A 304 to a refresh is a revisit of the page it keeps. A robots.txt
+// lease's answers were archived as they came (archiveAside): one that
+// ends its URL as failed adds no record of the URL, which was never asked.
 func (e *Engine) archiveEntry(x *exchange) *warc.Entry {
-	if e.archive == nil || x.resp == nil {
+	if e.archive == nil || x.resp == nil || x.robots {
 		return nil
 	}
 	ex, ok := exchangeOf(x.resp)
 	if !ok {
 		return nil
 	}
-	if x.resp.Status == 304 && x.prior != nil {
+	if x.resp.Status == http.StatusNotModified && x.prior != nil {
 		ex.NotModified, ex.Previous = true, x.prior.FetchedAt
 	}
 	return e.encodeEntry(ex)

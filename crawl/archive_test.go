@@ -93,3 +93,41 @@ func TestArchiveFollowsTheCrawl(t *testing.T) {
 		}
 	})
 }
+
+// robots.txt answers are archived as they come, once each: a URL that
+// fails because its host's robots.txt stays unavailable adds no copy.
+func TestArchiveRobotsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := site{
+			aRootURL:            validated("", "", "home"),
+			aURL("/robots.txt"): page{status: 503},
+		}
+		r := newRefreshRig(t, s)
+		dir := filepath.Join(t.TempDir(), "warc")
+		opts := refreshOptions(aRootURL)
+		opts.WARC = WARCOptions{Dir: dir}
+		opts.Fetcher, opts.Now, opts.Logger = wired{r}, time.Now, rigLogger(t)
+		e, err := New(opts, r.db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.fake.refuse = e.circuitOpen
+		if _, err := e.Run(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		asked := 0
+		for _, a := range r.since(0) {
+			if a.URL == aURL("/robots.txt") {
+				asked++
+			}
+		}
+		rep, err := warc.Check(dir)
+		if err != nil || !rep.OK() {
+			t.Fatalf("check: %v %+v", err, rep)
+		}
+		if asked == 0 || rep.Responses[aURL("/robots.txt")] != asked || rep.Responses[aRootURL] != 0 {
+			t.Errorf("robots.txt asked %d times, archived %d times; the page archived %d times (never asked)",
+				asked, rep.Responses[aURL("/robots.txt")], rep.Responses[aRootURL])
+		}
+	})
+}

@@ -229,7 +229,8 @@ func (f *Fetcher) Get(ctx context.Context, rawURL string) *Response {
 }
 
 // Fetch makes one request. It never returns nil and never panics on hostile
-// input: the body is capped at MaxBody (the Request's, else the Options') and the whole exchange at Timeout.
+// input: the body is capped at MaxBody (the Request's, else the Options')
+// and the whole exchange at Timeout.
 func (f *Fetcher) Fetch(ctx context.Context, in Request) *Response {
 	rawURL := in.URL
 	r := &Response{URL: rawURL, Started: f.opts.Now()}

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -173,29 +174,34 @@ deferred {{.Deferred}}, {{.Hosts}} hosts{{end}}; updated {{when .Data.Now}}</p>
 
 // PageHandler serves the status page at / and its data at /status.json.
 func PageHandler(api control.API, started time.Time, now func() time.Time) http.Handler {
+	// page reads the data afresh for each request and lets write show it.
+	page := func(write func(http.ResponseWriter, *PageData) error) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			d, err := ReadPage(api, started, now())
+			if err == nil {
+				err = write(w, d)
+			}
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+			}
+		}
+	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/status.json", func(w http.ResponseWriter, r *http.Request) {
-		d, err := ReadPage(api, started, now())
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
+	mux.Handle("/status.json", page(func(w http.ResponseWriter, d *PageData) error {
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(d)
-	})
-	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
-		d, err := ReadPage(api, started, now())
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		if err := pageTemplate.Execute(w, struct {
+		return json.NewEncoder(w).Encode(d)
+	}))
+	mux.Handle("/{$}", page(func(w http.ResponseWriter, d *PageData) error {
+		var buf bytes.Buffer // rendered whole first: a failure is an error page, not half a page
+		if err := pageTemplate.Execute(&buf, struct {
 			Data  *PageData
 			Chart chart
 		}{d, timeline(d)}); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return err
 		}
-	})
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, err := w.Write(buf.Bytes())
+		return err
+	}))
 	return mux
 }
