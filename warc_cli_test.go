@@ -119,11 +119,13 @@ func TestWARCCrashResume(t *testing.T) {
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
 		deadline := time.After(20 * time.Second)
+		over := false // the run ended by itself
 	wait:
 		for pageRequests(site) < target {
 			select {
 			case err := <-exited:
 				t.Logf("run %d finished before its kill (%v): %s", kills+1, err, stderr.String())
+				over = true
 				break wait
 			case <-deadline:
 				cmd.Process.Kill()
@@ -131,7 +133,7 @@ func TestWARCCrashResume(t *testing.T) {
 			case <-time.After(time.Duration(rng.IntN(15)) * time.Millisecond):
 			}
 		}
-		if cmd.ProcessState != nil {
+		if over {
 			break // the crawl is over: no more moments to kill it at
 		}
 		cmd.Process.Signal(syscall.SIGKILL)

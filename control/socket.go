@@ -123,13 +123,22 @@ func dispatch(api API, req request) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown control command %q", req.Cmd)
 	}
+	a, err := req.args()
+	if err != nil {
+		return nil, err
+	}
+	return h(api, a)
+}
+
+// args decodes the request's Args; none is the zero Args.
+func (req request) args() (Args, error) {
 	var a Args
 	if len(req.Args) > 0 {
 		if err := json.Unmarshal(req.Args, &a); err != nil {
-			return nil, fmt.Errorf("%s: bad arguments: %w", req.Cmd, err)
+			return a, fmt.Errorf("%s: bad arguments: %w", req.Cmd, err)
 		}
 	}
-	return h(api, a)
+	return a, nil
 }
 
 // call sends one command to the crawl serving path and decodes its answer
@@ -185,8 +194,7 @@ func serveStream(conn net.Conn, api API, h streamHandler, req request) {
 		conn.SetWriteDeadline(time.Now().Add(serverTimeout))
 		return enc.Encode(streamLine{Data: data})
 	}
-	var a Args
-	err := json.Unmarshal(req.Args, &a)
+	a, err := req.args()
 	if err == nil {
 		err = h(api, a, emit)
 	}
