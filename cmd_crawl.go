@@ -80,6 +80,9 @@ func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Breaker.RestMax, "breaker-rest-max", o.Breaker.RestMax, "cap for the rest, doubled by each failed probe (default: --breaker-rest, i.e. no escalation)")
 	fs.IntVar(&o.Breaker.Probes, "breaker-probes", o.Breaker.Probes, "consecutive probe successes, one at a time, that close a circuit")
 	fs.DurationVar(&o.GiveUpAfter, "give-up-after", o.GiveUpAfter, "record a host's queued URLs as failed (host-down) once it has been open this long")
+	fs.IntVar(&o.LocalFault.Hosts, "local-fault-hosts", o.LocalFault.Hosts, "pause all fetching when at least this many hosts that were answering fail at once (our network, not theirs, is likely at fault); 0 turns the guard off")
+	fs.Float64Var(&o.LocalFault.Share, "local-fault-share", o.LocalFault.Share, "... and they are at least this share of the hosts active in --local-fault-window")
+	fs.DurationVar(&o.LocalFault.Window, "local-fault-window", o.LocalFault.Window, "how close together the local-fault guard's failures must be")
 	fs.IntVar(&o.Retries, "retries", o.Retries, "further attempts after a transient failure")
 	fs.DurationVar(&o.RetryBase, "retry-base", o.RetryBase, "first retry backoff (exponential, full jitter)")
 	fs.DurationVar(&o.RetryMax, "retry-max", o.RetryMax, "longest retry backoff and longest Retry-After honoured")
@@ -87,7 +90,7 @@ func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&c.failRatio, "fail-ratio", 0, "exit 4 when more than this share of the URLs this run finished failed (0: off)")
 	fs.StringVar(&c.metricsFile, "metrics-file", "", "write the metrics in node_exporter textfile format to this file every 15s and when the run ends (atomic rename)")
 	fs.StringVar(&c.progress, "progress", "auto", "a live progress line on stderr: auto (on a terminal), always or never; off it, a progress log line every 30s")
-	fs.StringVar(&c.notify, "notify", "", "POST a JSON event to this URL when a host refuses us by name, a host is given up on, or a run ends with a non-zero exit code")
+	fs.StringVar(&c.notify, "notify", "", "POST a JSON event to this URL when a host refuses us by name, a host is given up on, the local-fault guard pauses or resumes the crawl, or a run ends with a non-zero exit code")
 	fs.StringVar(&c.listen, "listen", "", "serve Prometheus /metrics and /healthz on this address while the crawl runs, e.g. 127.0.0.1:9150 (off by default)")
 	c.log.addFlags(fs)
 }

@@ -316,6 +316,60 @@ func (r *Registry) GiveUp(host string, after time.Duration, now time.Time) bool 
 	return now.Sub(e.b.DownSince) >= after
 }
 
+// ReprieveReason is the Transition.Reason of a host sent to half-open by
+// Reprieve.
+const ReprieveReason = "local fault cleared"
+
+// Reprieve ends an incident of our own making (the crawl's local-fault
+// guard: our network, not the hosts, failed) that began at since, so that
+// it counts against no host. Every unheld host whose circuit went down at
+// or after since goes to half-open with the configured rest (a probe, not a
+// full rest, decides it) and its down clock restarted at now; every other
+// unheld host that is down has the incident's length, now - since, taken
+// off its down time, as Resumed does for time the crawler did not run; a
+// closed host's count of consecutive failures starts again, since the
+// failures that ended it were ours. Held hosts wait for a person and are
+// left alone. It returns the hosts sent to half-open, sorted.
+func (r *Registry) Reprieve(since, now time.Time) []string {
+	if r.cfg.Disabled || now.Before(since) {
+		return nil
+	}
+	r.mu.Lock()
+	var reprieved []string
+	for host, e := range r.hosts {
+		if e.b.Hold != NoHold {
+			continue
+		}
+		before := e.b
+		switch {
+		case e.b.State == Closed:
+			e.b.Failures = 0
+		case e.b.DownSince.IsZero():
+		case !e.b.DownSince.Before(since):
+			if e.b.State == Open {
+				e.b.State, e.b.ProbeSuccesses = HalfOpen, 0
+				e.b.Generation++
+				reprieved = append(reprieved, host)
+			}
+			e.b.Rest, e.b.Level, e.b.DownSince = r.cfg.Rest, 0, now
+		default:
+			if e.b.DownSince = e.b.DownSince.Add(now.Sub(since)); e.b.DownSince.After(now) {
+				e.b.DownSince = now
+			}
+		}
+		if e.b == before {
+			continue
+		}
+		tr := r.commit(host, e, before, now, "", "", ReprieveReason)
+		if tr.From != tr.To {
+			r.queue(tr)
+		}
+	}
+	r.unlock()
+	slices.Sort(reprieved)
+	return reprieved
+}
+
 // Get returns host's breaker and whether it has an entry. A host without
 // one is closed and clean (the zero Breaker).
 func (r *Registry) Get(host string) (Breaker, bool) {

@@ -954,3 +954,63 @@ func TestRegistryCancelFreesTheGateOnly(t *testing.T) {
 		t.Error("a non-probe ticket freed the gate")
 	}
 }
+
+// Reprieve ends an incident of ours: the hosts that went down during it get
+// a probe at once instead of a rest, with a fresh down clock and rest; a
+// host down before it has the incident taken off its down time; a closed
+// host's failures are forgotten; held hosts wait for a person.
+func TestRegistryReprieve(t *testing.T) {
+	cfg := Config{Threshold: 2, Rest: time.Minute, RestMax: 8 * time.Minute, Probes: 1}
+	r, rc := newReg(t, cfg)
+	openHost(t, r, "before.example", t0) // down before the incident
+	since := at(10 * time.Minute)
+	openHost(t, r, "during.example", since)
+	// A failed probe during the incident escalated its rest.
+	outcome(t, r, "during.example", Transient, since.Add(time.Minute))
+	if b := wantState(t, r, "during.example", Open, NoHold); b.Rest != 2*time.Minute {
+		t.Fatalf("rest %v, want escalated to 2m", b.Rest)
+	}
+	openHost(t, r, "paused.example", since)
+	r.Pause("paused.example", "ops", since)
+	outcome(t, r, "closed.example", Transient, since) // one failure, still closed
+	now := since.Add(3 * time.Minute)
+
+	before := len(rc.list())
+	got := r.Reprieve(since, now)
+	if !slices.Equal(got, []string{"during.example"}) {
+		t.Fatalf("Reprieve = %v, want [during.example]", got)
+	}
+	changed, removed := r.TakeDirty()
+	for _, h := range []string{"during.example", "before.example"} {
+		if _, ok := changed[h]; !ok {
+			t.Errorf("%s not dirty after Reprieve: the file would not learn of it", h)
+		}
+	}
+	if !slices.Contains(removed, "closed.example") {
+		t.Errorf("removed = %v, want closed.example: its stored failure must go", removed)
+	}
+	b := wantState(t, r, "during.example", HalfOpen, NoHold)
+	if !b.DownSince.Equal(now) || b.Rest != cfg.Rest || b.Level != 0 {
+		t.Errorf("during.example after reprieve: %+v, want down since now, rest %v, level 0", b, cfg.Rest)
+	}
+	trs := rc.list()[before:]
+	if len(trs) != 1 || trs[0].Host != "during.example" || trs[0].From != Open || trs[0].To != HalfOpen ||
+		trs[0].Reason != ReprieveReason {
+		t.Errorf("transitions = %+v, want one during.example open -> half-open, reason %q", trs, ReprieveReason)
+	}
+	// The probe is admitted now, not after a rest, and one success closes it.
+	outcome(t, r, "during.example", OK, now)
+	wantState(t, r, "during.example", Closed, NoHold)
+
+	b = wantState(t, r, "before.example", Open, NoHold)
+	if want := t0.Add(now.Sub(since)); !b.DownSince.Equal(want) {
+		t.Errorf("before.example down since %v, want %v: the incident's 3m taken off", b.DownSince.Sub(t0), want.Sub(t0))
+	}
+	if r.GiveUp("before.example", now.Sub(t0)-time.Second, now) {
+		t.Error("before.example is given up on counting the incident as its down time")
+	}
+	wantState(t, r, "paused.example", Open, Paused)
+	if _, ok := r.Get("closed.example"); ok {
+		t.Error("closed.example keeps its failure: the incident's failures were ours")
+	}
+}

@@ -59,6 +59,21 @@ type Status struct {
 	// Settings are the crawl's stored settings, by flag name, secret
 	// values masked (see MaskSetting).
 	Settings map[string]json.RawMessage `json:"settings,omitempty"`
+	// LocalFault is set while a running crawl is paused by its local-fault
+	// guard: many hosts failed at once, so the fault is likely ours.
+	LocalFault *LocalFault `json:"local_fault,omitempty"`
+}
+
+// LocalFault describes a local-fault incident under way.
+type LocalFault struct {
+	Since        time.Time      `json:"since"`      // the first failure of the evidence
+	TrippedAt    time.Time      `json:"tripped_at"` // when fetching was paused
+	FailingHosts int            `json:"failing_hosts"`
+	ActiveHosts  int            `json:"active_hosts"` // hosts with an outcome in the window
+	ErrorKinds   map[string]int `json:"error_kinds"`  // the failing hosts' last errors, by kind
+	Probing      []string       `json:"probing"`      // the hosts asked, until one answers
+	NextProbe    time.Time      `json:"next_probe"`
+	ProbeRounds  int            `json:"probe_rounds"`
 }
 
 // HostRow is one line of `breakwater hosts`.

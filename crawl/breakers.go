@@ -113,6 +113,9 @@ func (e *Engine) writeBreakers(also func(*storage.Batch)) error {
 // with no URL offered, such as those whose URLs all wait as deferred
 // retries.
 func (e *Engine) giveUpHosts(now time.Time) {
+	if e.guard.active() {
+		return // the hosts are not down: we are (localfault.go)
+	}
 	for host := range e.breakers.Snapshot() {
 		if !e.breakers.GiveUp(host, e.opts.GiveUpAfter, now) {
 			continue

@@ -26,6 +26,7 @@ func (c engineControl) Status() (*control.Status, error) {
 		return nil, err
 	}
 	st.Running, st.InFlight = true, c.e.front.InFlight()
+	st.LocalFault = c.e.guard.status()
 	return st, nil
 }
 
@@ -130,6 +131,6 @@ func (e *Engine) MetricsSnapshot() (metrics.Snapshot, error) {
 	s := metrics.Snapshot{Queued: st.Queued, Deferred: st.Deferred, Leased: int64(e.front.InFlight()),
 		Done: st.Fetched, Failed: st.Failed, Paused: c.Paused, Cases: c.Cases, NotClosed: c.NotClosed,
 		Hosts: map[string]int{"half-open": c.HalfOpen, "open": c.Open,
-			"closed": max(st.Hosts-c.HalfOpen-c.Open, 0)}}
+			"closed": max(st.Hosts-c.HalfOpen-c.Open, 0)}, LocalFault: e.guard.active()}
 	return s, nil
 }

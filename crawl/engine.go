@@ -33,6 +33,7 @@ type Engine struct {
 	closeFetcher func()
 	breakers     *breaker.Registry
 	budget       *RetryBudget
+	guard        *faultGuard // nil when --local-fault-hosts is 0
 	hosts        *hostTable
 	scope        *scope
 	token        string // product token: robots.txt group and refusal matching
@@ -111,6 +112,7 @@ func New(opts Options, db *storage.DB) (*Engine, error) {
 	e := &Engine{opts: opts, db: db, token: robots.ProductToken(opts.UserAgent), log: opts.Logger,
 		hosts: newHostTable(opts.Delay), pages: map[storage.Hash]bool{}, runStart: opts.Now()}
 	e.budget = NewRetryBudget(opts.RetryBudget, time.Minute, 3)
+	e.guard = newFaultGuard(opts.LocalFault)
 	e.breakers = breaker.NewRegistry(opts.breakerConfig(), e.onTransition)
 	if err := e.loadBreakers(); err != nil {
 		return nil, err
@@ -186,7 +188,7 @@ func (e *Engine) useFetcher(f Fetcher) error {
 // run admits every request, so only a held host is refused here.
 func (e *Engine) circuitOpen(host string) bool {
 	b, ok := e.breakers.Get(host)
-	if !ok || b.State != breaker.Open {
+	if !ok || b.State != breaker.Open || e.guard.probes(host) {
 		return false
 	}
 	return e.opts.BreakerEnabled || b.Hold != breaker.NoHold
@@ -291,6 +293,9 @@ func (e *Engine) work(ctx context.Context) bool {
 		if e.opts.MaxPages > 0 && e.started.Load() >= int64(e.opts.MaxPages) {
 			return false
 		}
+		if e.guard.wait(ctx) != nil {
+			return false
+		}
 		lease, err := e.front.Next(ctx)
 		switch {
 		case errors.Is(err, frontier.ErrExhausted):
@@ -334,6 +339,7 @@ func (e *Engine) housekeep(ctx context.Context) {
 				e.heartbeat(now)
 			}
 			e.persistBreakers()
+			e.watchLocalFault(now)
 			e.giveUpHosts(now)
 			e.refreshTick(now)
 			e.hosts.prune(now, time.Minute)

@@ -28,6 +28,7 @@ type hostState struct {
 	throttles     int       // 429 responses seen
 	lastUsed      time.Time
 	floor         time.Duration // politeness gap: max of --delay and Crawl-delay
+	signal        hostSignal    // what the local-fault guard reads (localfault.go)
 }
 
 // wait is how long until the host may start a request.
@@ -135,4 +136,30 @@ type HostPace struct {
 	Interval  time.Duration // current minimum gap between request starts
 	Throttles int           // 429s seen this run
 	WaitUntil time.Time     // Retry-After wait, zero when none
+}
+
+// signals copies the local-fault guard's reading of every tracked host.
+func (t *hostTable) signals() []hostReading {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]hostReading, 0, len(t.m))
+	for name, h := range t.m {
+		h.mu.Lock()
+		out = append(out, hostReading{host: name, hostSignal: h.signal})
+		h.mu.Unlock()
+	}
+	return out
+}
+
+// abortAll cancels the requests in flight to every host.
+func (t *hostTable) abortAll() {
+	t.mu.Lock()
+	hosts := make([]*hostState, 0, len(t.m))
+	for _, h := range t.m {
+		hosts = append(hosts, h)
+	}
+	t.mu.Unlock()
+	for _, h := range hosts {
+		h.abort()
+	}
 }

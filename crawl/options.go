@@ -112,6 +112,10 @@ type Options struct {
 	// WARC writes every fetch to WARC files (see package warc); its zero
 	// Dir means none.
 	WARC WARCOptions
+	// LocalFault tunes the guard that pauses the crawl when many hosts
+	// fail at once (see localfault.go). It is not stored with the crawl:
+	// it is about the machine the crawl runs on, like --workers.
+	LocalFault LocalFaultOptions
 
 	// Retries is the number of further attempts after a transient
 	// failure. Default 3; zero means none.
@@ -187,6 +191,7 @@ func DefaultOptions() Options {
 		RetryMax:    10 * time.Minute,
 		RetryBudget: 0.2,
 		Sitemaps:    true,
+		LocalFault:  LocalFaultOptions{Hosts: 5, Share: 0.5, Window: time.Minute},
 		WARC: WARCOptions{Size: warc.DefaultMaxFileSize, Prefix: warc.DefaultPrefix,
 			MaxRecord: fetch.DefaultRecordMax, Dedupe: true},
 	}
@@ -257,6 +262,12 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--warc-size must be at least 1MiB, got %d", o.WARC.Size)
 	case o.WARC.MaxRecord < 0:
 		return fmt.Errorf("--warc-max-record must not be negative, got %d", o.WARC.MaxRecord)
+	case o.LocalFault.Hosts < 0:
+		return fmt.Errorf("--local-fault-hosts must not be negative (0 turns the guard off), got %d", o.LocalFault.Hosts)
+	case o.LocalFault.Hosts > 0 && (o.LocalFault.Share <= 0 || o.LocalFault.Share > 1):
+		return fmt.Errorf("--local-fault-share must be above 0 and at most 1, got %g", o.LocalFault.Share)
+	case o.LocalFault.Hosts > 0 && o.LocalFault.Window < time.Second:
+		return fmt.Errorf("--local-fault-window must be at least 1s, got %s", o.LocalFault.Window)
 	case strings.ContainsAny(o.WARC.Prefix, `/\`):
 		return fmt.Errorf("--warc-prefix %q must not contain a path separator", o.WARC.Prefix)
 	}

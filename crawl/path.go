@@ -111,6 +111,11 @@ func (e *Engine) authorise(x *exchange) (disposition, bool) {
 // is parked until its rest ends (or held until a human releases it) and the
 // worker moves on to another host.
 func (e *Engine) admit(x *exchange) (disposition, bool) {
+	if e.guard.active() {
+		// A local fault pauses every fetch (localfault.go); the worker
+		// waits for its end before taking another lease.
+		return released(), true
+	}
 	now := e.opts.Now()
 	d := e.breakers.Admit(x.lease.Item.Host, now)
 	if d.Allowed {

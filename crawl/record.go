@@ -24,6 +24,11 @@ const maxRedirects = 10
 func (e *Engine) record(x *exchange, v Verdict) disposition {
 	now := e.opts.Now()
 	e.logFetch(x, v)
+	if e.observeFault(x, v, now) {
+		// A failure while the local-fault guard pauses the crawl is ours,
+		// not the host's: no attempt, and the breaker is not told.
+		return released()
+	}
 	e.reportOutcome(x.ticket, x.lease.Item.URL, v, now)
 	x.reported = true
 	switch v.Class {
@@ -246,4 +251,20 @@ func (e *Engine) logFetch(x *exchange, v Verdict) {
 		attrs = append(attrs, "err", r.Err.Error())
 	}
 	e.log.Debug("fetch", attrs...)
+}
+
+// observeFault feeds the local-fault guard x's outcome and reports whether
+// it is a failure met while the guard pauses the crawl.
+func (e *Engine) observeFault(x *exchange, v Verdict, now time.Time) bool {
+	g := e.guard
+	if g == nil {
+		return false
+	}
+	x.host.mu.Lock()
+	suspect := x.host.signal.observe(v, x.lease.Item.URL, now)
+	x.host.mu.Unlock()
+	if suspect {
+		g.suspectAt.Store(now.UnixNano())
+	}
+	return v.Class == breaker.Transient && g.active()
 }

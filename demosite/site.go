@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -72,7 +73,7 @@ type Request struct {
 	Method     string
 	Path       string // decoded path; empty for a dead host's connection
 	RequestURI string // request target as sent, e.g. "/p/2?"
-	Status     int    // 0 for a dead host's connection
+	Status     int    // 0 for a dead host's connection and a request hung by SetOutage
 	UserAgent  string
 }
 
@@ -87,9 +88,18 @@ type Site struct {
 	dead    []*Host     // dead hosts, in spec order
 	offset  map[int]int // host index -> global page number of its "/" among live pages
 
+	// outage, while set, makes every host hang (see SetOutage).
+	outage atomic.Bool
+
 	closeOnce sync.Once
 	closeErr  error
 }
+
+// SetOutage starts (true) or ends (false) an outage of the whole site, as
+// the crawler would see its own network die: every request that arrives
+// meanwhile is logged with status 0 and never answered; it hangs until the
+// client gives up or the site closes. Dead hosts stay dead either way.
+func (s *Site) SetOutage(on bool) { s.outage.Store(on) }
 
 // Host is one host of a Site.
 type Host struct {
@@ -316,6 +326,12 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // has its answer always finds its request in the log.
 func (h *Host) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	now := h.site.now()
+	if h.site.outage.Load() {
+		h.record(Request{Time: now, Method: r.Method, Path: r.URL.Path, RequestURI: r.RequestURI,
+			UserAgent: r.UserAgent()})
+		<-r.Context().Done()
+		return
+	}
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer bufPool.Put(buf)

@@ -25,6 +25,8 @@ type Snapshot struct {
 	// reference's level: 1 half-open, 2 open. Closed hosts have no series,
 	// so a crawl of many hosts keeps few.
 	NotClosed map[string]int
+	// LocalFault is set while the local-fault guard pauses the crawl.
+	LocalFault bool
 }
 
 // Crawl holds one crawl's metrics.
@@ -34,6 +36,7 @@ type Crawl struct {
 	attempts    *prometheus.CounterVec
 	transitions *prometheus.CounterVec
 	deferrals   *prometheus.CounterVec
+	localFaults prometheus.Counter
 	bytes       prometheus.Counter
 	duration    prometheus.Histogram
 }
@@ -51,12 +54,14 @@ func New(snapshot func() (Snapshot, error)) *Crawl {
 			Help: "Circuit breaker transitions by from and to state."}, []string{"from", "to"}),
 		deferrals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "breakwater_deferrals_total",
 			Help: "URLs put back in the time-ordered bucket, by reason (retry-backoff, retry-budget)."}, []string{"reason"}),
+		localFaults: prometheus.NewCounter(prometheus.CounterOpts{Name: "breakwater_local_fault_incidents_total",
+			Help: "Times the local-fault guard paused the crawl: many hosts failed at once, so the fault was likely ours."}),
 		bytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "breakwater_received_body_bytes_total",
 			Help: "Response body bytes received (as kept, after decompression)."}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "breakwater_fetch_duration_seconds",
 			Help: "Time from a request's start to its body read.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 9)}),
 	}
-	c.reg.MustRegister(c.responses, c.attempts, c.transitions, c.deferrals, c.bytes, c.duration,
+	c.reg.MustRegister(c.responses, c.attempts, c.transitions, c.deferrals, c.localFaults, c.bytes, c.duration,
 		&gauges{snapshot: snapshot})
 	return c
 }
@@ -82,6 +87,14 @@ func (c *Crawl) Deferred(reason string) {
 		return
 	}
 	c.deferrals.WithLabelValues(reason).Inc()
+}
+
+// LocalFault counts one local-fault incident.
+func (c *Crawl) LocalFault() {
+	if c == nil {
+		return
+	}
+	c.localFaults.Inc()
 }
 
 // Transition counts one breaker transition.
@@ -119,6 +132,8 @@ var (
 		[]string{"state"}, nil)
 	descHosts = prometheus.NewDesc("breakwater_hosts", "Hosts by breaker state; paused and case holds counted apart.",
 		[]string{"state"}, nil)
+	descLocalFault = prometheus.NewDesc("breakwater_local_fault", "1 while the local-fault guard pauses all fetching, else 0.",
+		nil, nil)
 	descHostState = prometheus.NewDesc("breakwater_host_breaker_state", "A host's circuit: 1 half-open, 2 open (closed hosts have no series).",
 		[]string{"host"}, nil)
 )
@@ -132,6 +147,7 @@ func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descFrontier
 	ch <- descHosts
 	ch <- descHostState
+	ch <- descLocalFault
 }
 
 func (g *gauges) Collect(ch chan<- prometheus.Metric) {
@@ -149,6 +165,11 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descHosts, prometheus.GaugeValue, float64(s.Paused), "paused")
 	ch <- prometheus.MustNewConstMetric(descHosts, prometheus.GaugeValue, float64(s.Cases), "case")
+	paused := 0.0
+	if s.LocalFault {
+		paused = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descLocalFault, prometheus.GaugeValue, paused)
 	for host, level := range s.NotClosed {
 		ch <- prometheus.MustNewConstMetric(descHostState, prometheus.GaugeValue, float64(level), host)
 	}
