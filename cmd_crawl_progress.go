@@ -115,6 +115,11 @@ func progressText(p crawl.Progress) string {
 		fmt.Fprintf(&b, "; hosts open %d, half-open %d, paused %d, case %d", p.Open, p.HalfOpen, p.Paused, p.Cases)
 	}
 	fmt.Fprintf(&b, "; %s", p.Elapsed.Round(time.Second))
+	if lf := p.LocalFault; lf != nil {
+		fmt.Fprintf(&b, " | PAUSED: local fault suspected, %d of %d hosts failing at once; probing %d hosts, next in %s",
+			lf.FailingHosts, lf.ActiveHosts, len(lf.Probing), max(time.Until(lf.NextProbe), 0).Round(time.Second))
+		return b.String()
+	}
 	if p.InFlight == 0 && p.Queued+p.Deferred > 0 && p.Open > 0 && p.NextProbe > 0 {
 		fmt.Fprintf(&b, " | waiting on %d open hosts: next probe in %s, giving up in %s",
 			p.Open, p.NextProbe.Round(time.Second), p.GiveUpIn.Round(time.Second))

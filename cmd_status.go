@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
+	"time"
 
 	"breakwater/control"
 	"breakwater/storage"
@@ -49,6 +51,11 @@ func printStatus(w io.Writer, st *control.Status) {
 		for _, k := range sortedKeys(st.FailedByClass) {
 			fmt.Fprintf(w, "  %-20s %d\n", k, st.FailedByClass[k])
 		}
+	}
+	if lf := st.LocalFault; lf != nil {
+		fmt.Fprintf(w, "LOCAL FAULT  fetching paused since %s: %d of %d active hosts failing at once (%s); probing %s, %d rounds, next at %s\n",
+			lf.TrippedAt.Format(time.TimeOnly), lf.FailingHosts, lf.ActiveHosts, errorKinds(lf.ErrorKinds),
+			strings.Join(lf.Probing, " "), lf.ProbeRounds, lf.NextProbe.Format(time.TimeOnly))
 	}
 	printSettings(w, st.Settings)
 	if len(st.StatusCodes) > 0 {
@@ -117,4 +124,12 @@ func printSettings(w io.Writer, settings map[string]json.RawMessage) {
 		}
 		fmt.Fprintf(w, "  --%-18s %s\n", k, v)
 	}
+}
+
+func errorKinds(kinds map[string]int) string {
+	var parts []string
+	for _, k := range sortedKeys(kinds) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, kinds[k]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -17,6 +17,9 @@ func (e *Engine) onTransition(t breaker.Transition) {
 	if t.To == breaker.Closed {
 		e.givenUp.Delete(t.Host)
 	}
+	if t.To == breaker.Open && t.From == breaker.Closed {
+		e.circuitOpened(t.Host, t.At)
+	}
 	if t.To == breaker.Open {
 		if hs := e.hosts.lookup(t.Host); hs != nil {
 			hs.abort()

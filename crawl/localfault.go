@@ -99,6 +99,36 @@ func (s *hostSignal) observe(v Verdict, url string, now time.Time) bool {
 	return s.failures == suspectFailures && !s.answeredAt.IsZero()
 }
 
+// opened takes the host's circuit opening at now: as good as failing
+// twice (a threshold of 1 opens it at the first failure, and the opening
+// cuts its other requests short, so no second failure would come). It
+// reports whether the host has just become a suspect.
+func (s *hostSignal) opened(now time.Time) bool {
+	if s.failures >= suspectFailures {
+		return false
+	}
+	if s.failures == 0 {
+		s.failingSince, s.failKind = now, "circuit opened"
+	}
+	s.failures, s.failedAt = suspectFailures, now
+	return !s.answeredAt.IsZero()
+}
+
+// circuitOpened tells the guard that host's circuit opened from closed.
+func (e *Engine) circuitOpened(host string, now time.Time) {
+	g := e.guard
+	hs := e.hosts.lookup(host)
+	if g == nil || hs == nil {
+		return
+	}
+	hs.mu.Lock()
+	suspect := hs.signal.opened(now)
+	hs.mu.Unlock()
+	if suspect {
+		g.suspectAt.Store(now.UnixNano())
+	}
+}
+
 // failureKind is the kind of a transient failure, for the incident's
 // evidence: the error's kind, or the status class.
 func failureKind(v Verdict) string {

@@ -3,12 +3,16 @@ package crawl
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"breakwater/breaker"
+	"breakwater/control"
+	"breakwater/metrics"
 	"breakwater/storage"
 )
 
@@ -142,6 +146,19 @@ func TestHostSignal(t *testing.T) {
 	if !s.failingSince.Equal(guardAt(3)) || s.failKind != "timeout" {
 		t.Errorf("failing since %v kind %q, want +3s timeout", s.failingSince.Sub(guardT0), s.failKind)
 	}
+
+	// A circuit opening at the first failure (threshold 1) makes a suspect
+	// of a host that answered, once.
+	var o hostSignal
+	o.observe(Verdict{Class: breaker.OK, Status: 200}, "http://b.test/", guardAt(0))
+	o.observe(timeoutV, "u", guardAt(1))
+	if !o.opened(guardAt(1)) || o.opened(guardAt(2)) {
+		t.Error("an opened circuit made no suspect, or made one twice")
+	}
+	var never hostSignal
+	if never.opened(guardAt(1)) {
+		t.Error("a host that never answered became a suspect when its circuit opened")
+	}
 }
 
 // outageSite is n hosts of pages chained pages each, served by a fake that
@@ -171,11 +188,24 @@ type guardRun struct {
 	results      map[string]storage.Result
 	opens        int // transitions to open
 	reprieves    int // transitions with breaker.ReprieveReason
+	// seen is what the crawl showed 30s into the outage: its progress, its
+	// status and its metrics; metricsAfter the metrics after the run.
+	progress     Progress
+	status       *control.Status
+	metrics      string
+	metricsAfter string
+}
+
+func scrape(t *testing.T, m *metrics.Crawl) string {
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	return rec.Body.String()
 }
 
 // crawlThroughOutage crawls 8 hosts of 40 pages while every host hangs from
-// +20s to +80s, with the guard on (hosts 5) or off (0).
-func crawlThroughOutage(t *testing.T, guardHosts int) guardRun {
+// +20s to +80s, with the guard on (hosts 5) or off (0), and circuits that
+// open after threshold failures.
+func crawlThroughOutage(t *testing.T, guardHosts, threshold int) guardRun {
 	const hosts, pages = 8, 40
 	var run guardRun
 	synctest.Test(t, func(t *testing.T) {
@@ -183,7 +213,7 @@ func crawlThroughOutage(t *testing.T, guardHosts int) guardRun {
 		opts.Delay = time.Second
 		opts.HostConcurrency = 2
 		opts.Timeout = 5 * time.Second
-		opts.Breaker = breaker.Config{Threshold: 3, Rest: 5 * time.Minute, Probes: 1}
+		opts.Breaker = breaker.Config{Threshold: threshold, Rest: 5 * time.Minute, Probes: 1}
 		opts.GiveUpAfter = 3 * time.Minute
 		opts.Retries = 5
 		opts.RetryBase = time.Second
@@ -196,7 +226,16 @@ func crawlThroughOutage(t *testing.T, guardHosts int) guardRun {
 		for i := range hosts {
 			opts.Seeds = append(opts.Seeds, chainURL(fmt.Sprintf("h%d.test", i), 0))
 		}
+		var e *Engine
+		opts.Metrics = metrics.New(func() (metrics.Snapshot, error) { return e.MetricsSnapshot() })
 		r := newRig(t, opts, outageSite(hosts, pages, from, to, opts.Timeout))
+		e = r.e
+		go func() {
+			time.Sleep(from.Add(30 * time.Second).Sub(time.Now()))
+			run.progress = e.Progress()
+			run.status, _ = e.Control().Status()
+			run.metrics = scrape(t, opts.Metrics)
+		}()
 		run.sum = r.run()
 		reqs := r.f.requests("")
 		run.duringOutage = len(startedIn(reqs, from, to))
@@ -207,6 +246,7 @@ func crawlThroughOutage(t *testing.T, guardHosts int) guardRun {
 				break
 			}
 		}
+		run.metricsAfter = scrape(t, opts.Metrics)
 		run.results = r.results()
 		for i := range hosts {
 			for _, tr := range r.transitions(fmt.Sprintf("h%d.test", i)) {
@@ -219,8 +259,8 @@ func crawlThroughOutage(t *testing.T, guardHosts int) guardRun {
 			}
 		}
 	})
-	t.Logf("guard hosts %d: %d requests during the 60s outage, first page %v after it, %d opens, %d reprieves, crawl %v",
-		guardHosts, run.duringOutage, run.backAfter, run.opens, run.reprieves, run.sum.Duration)
+	t.Logf("guard hosts %d, threshold %d: %d requests during the 60s outage, first page %v after it, %d opens, %d reprieves, crawl %v",
+		guardHosts, threshold, run.duringOutage, run.backAfter, run.opens, run.reprieves, run.sum.Duration)
 	return run
 }
 
@@ -230,8 +270,10 @@ func crawlThroughOutage(t *testing.T, guardHosts int) guardRun {
 // no host given up on. Without it, every host opens, rests out its full
 // rest after the network is back, and is given up on.
 func TestLocalFaultGuardThroughOutage(t *testing.T) {
-	on := crawlThroughOutage(t, 5)
-	off := crawlThroughOutage(t, 0)
+	on := crawlThroughOutage(t, 5, 3)
+	off := crawlThroughOutage(t, 0, 3)
+	// With a threshold of 1 every circuit opens before the guard trips.
+	opened := crawlThroughOutage(t, 5, 1)
 
 	for u, res := range on.results {
 		if res.Status != 200 {
@@ -252,13 +294,44 @@ func TestLocalFaultGuardThroughOutage(t *testing.T) {
 	}
 	// A probe round a quarter of the outage after it ends, at most, and a
 	// probe's timeout.
+	// The incident shows while it lasts, and is counted.
+	if lf := on.progress.LocalFault; lf == nil || lf.FailingHosts < 5 || lf.ErrorKinds["timeout"] == 0 {
+		t.Errorf("progress 30s into the outage: local fault %+v, want one with 5+ hosts failing by timeout", lf)
+	}
+	if on.status == nil || on.status.LocalFault == nil {
+		t.Errorf("status 30s into the outage: %+v, want its local fault", on.status)
+	}
+	if !strings.Contains(on.metrics, "breakwater_local_fault 1\n") ||
+		!strings.Contains(on.metricsAfter, "breakwater_local_fault 0\n") ||
+		!strings.Contains(on.metricsAfter, "breakwater_local_fault_incidents_total 1\n") {
+		t.Errorf("metrics: during the outage\n%s\nafter the run\n%s\nwant the gauge 1 then 0 and one incident",
+			grepLines(on.metrics, "local_fault"), grepLines(on.metricsAfter, "local_fault"))
+	}
+	if off.progress.LocalFault != nil || !strings.Contains(off.metricsAfter, "breakwater_local_fault_incidents_total 0\n") {
+		t.Errorf("with the guard off: progress %+v, metrics %s: want no incident", off.progress.LocalFault,
+			grepLines(off.metricsAfter, "local_fault"))
+	}
 	if on.backAfter < 0 || on.backAfter > 15*time.Second+5*time.Second {
 		t.Errorf("with the guard: first page %v after the outage, want within 20s", on.backAfter)
 	}
 	// Every circuit opened during the outage is sent to half-open when it
 	// ends, so none rests a full rest.
-	if on.reprieves != on.opens {
-		t.Errorf("with the guard: %d circuits opened, %d sent back to half-open", on.opens, on.reprieves)
+	for _, run := range []guardRun{on, opened} {
+		if run.reprieves != run.opens {
+			t.Errorf("with the guard: %d circuits opened, %d sent back to half-open", run.opens, run.reprieves)
+		}
+	}
+	if opened.opens < 5 {
+		t.Errorf("threshold 1: %d circuits opened in the outage, want most of the 8", opened.opens)
+	}
+	if !opened.sum.Exhausted || opened.backAfter < 0 || opened.backAfter > 20*time.Second {
+		t.Errorf("threshold 1: summary %+v, first page %v after the outage: want done, back within 20s, not after a 5m rest",
+			opened.sum, opened.backAfter)
+	}
+	for u, res := range opened.results {
+		if res.Status != 200 {
+			t.Errorf("threshold 1: %s ended %d %q, want fetched", u, res.Status, res.ErrorClass)
+		}
 	}
 
 	// The contrast: the scenario does open circuits and cost a full rest.
@@ -277,4 +350,14 @@ func TestLocalFaultGuardThroughOutage(t *testing.T) {
 	if downs == 0 {
 		t.Error("without the guard no URL was given up on: the outage outlasting --give-up-after tests nothing")
 	}
+}
+
+func grepLines(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"breakwater/breaker"
+	"breakwater/control"
 )
 
 // Progress is how a running crawl stands, for the progress line and the
@@ -20,6 +21,8 @@ type Progress struct {
 	// NextProbe is when the soonest open host (not held) is asked again,
 	// and GiveUpIn when the soonest is given up on; zero when none is open.
 	NextProbe, GiveUpIn time.Duration
+	// LocalFault is set while the local-fault guard pauses the crawl.
+	LocalFault *control.LocalFault
 }
 
 // Progress reads the crawl's figures; it is safe while the crawl runs.
@@ -32,6 +35,7 @@ func (e *Engine) Progress() Progress {
 	if c, err := e.db.Counts(); err == nil {
 		p.Fetched, p.Failed, p.Queued, p.Deferred = c.Fetched, c.Failed, c.Queued, c.Deferred
 	}
+	p.LocalFault = e.guard.status()
 	c := e.census(now)
 	p.Open, p.HalfOpen, p.Paused, p.Cases, p.NextProbe, p.GiveUpIn = c.Open, c.HalfOpen, c.Paused, c.Cases, c.NextProbe, c.GiveUpIn
 	return p
@@ -92,6 +96,10 @@ func (e *Engine) logProgress() {
 	}
 	if p.NextProbe > 0 {
 		attrs = append(attrs, "next_probe_s", p.NextProbe.Seconds(), "give_up_in_s", p.GiveUpIn.Seconds())
+	}
+	if lf := p.LocalFault; lf != nil {
+		attrs = append(attrs, "local_fault", true, "local_fault_failing_hosts", lf.FailingHosts,
+			"local_fault_paused_s", e.opts.Now().Sub(lf.TrippedAt).Seconds())
 	}
 	e.log.Info("progress", attrs...)
 }

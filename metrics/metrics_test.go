@@ -34,7 +34,10 @@ func TestSnapshotFailureStillServesCounters(t *testing.T) {
 }
 
 func TestCountersByLabel(t *testing.T) {
-	c := New(func() (Snapshot, error) { return Snapshot{NotClosed: map[string]int{"a.test": 2}}, nil })
+	c := New(func() (Snapshot, error) {
+		return Snapshot{NotClosed: map[string]int{"a.test": 2}, LocalFault: true}, nil
+	})
+	c.LocalFault()
 	c.Deferred("retry-backoff")
 	c.Deferred("retry-backoff")
 	c.Deferred("retry-budget")
@@ -51,6 +54,8 @@ func TestCountersByLabel(t *testing.T) {
 		`breakwater_responses_total{class="transient",status_class="none"} 1`,
 		`breakwater_host_breaker_state{host="a.test"} 2`,
 		`breakwater_fetch_duration_seconds_count 1`,
+		"breakwater_local_fault 1\n",
+		"breakwater_local_fault_incidents_total 1\n",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s:\n%s", want, body)

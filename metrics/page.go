@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"breakwater/control"
@@ -142,6 +144,13 @@ func timeline(d *PageData) chart {
 var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"dur":  func(d time.Duration) string { return d.Round(time.Second).String() },
 	"when": func(t time.Time) string { return t.Format(time.TimeOnly) },
+	"kinds": func(kinds map[string]int) string {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(kinds)) {
+			parts = append(parts, fmt.Sprintf("%s: %d", k, kinds[k]))
+		}
+		return strings.Join(parts, ", ")
+	},
 }).Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><meta http-equiv="refresh" content="5">
 <title>breakwater: {{.Data.Status.Fetched}} fetched</title>
@@ -154,6 +163,11 @@ table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border-bottom:1px solid
 <p id="totals">{{with .Data.Status}}{{if .Running}}running, {{.InFlight}} in flight{{else}}not running{{end}};
 fetched <b>{{.Fetched}}</b> ({{printf "%.1f" $.Data.PagesPerSec}}/s), failed {{.Failed}}, queued {{.Queued}},
 deferred {{.Deferred}}, {{.Hosts}} hosts{{end}}; updated {{when .Data.Now}}</p>
+{{with .Data.Status.LocalFault}}<p id="local-fault" style="background:#fdd;border:2px solid #d33;padding:.6em">
+<b>Local fault suspected: all fetching is paused.</b> {{.FailingHosts}} of {{.ActiveHosts}} recently active hosts
+started failing at once (since {{when .Since}}; {{kinds .ErrorKinds}}), so the fault is likely ours: DNS, egress,
+certificates, the network. Probing {{range $i, $h := .Probing}}{{if $i}}, {{end}}{{$h}}{{end}}; {{.ProbeRounds}} rounds so far,
+next at {{when .NextProbe}}. No host is given up on meanwhile.</p>{{end}}
 <h2>Hosts not closed</h2>
 {{if .Data.Hosts}}<table id="hosts"><tr><th>host</th><th>state</th><th>hold</th><th>since</th><th>rest left</th><th>cause</th><th>queued</th></tr>
 {{range .Data.Hosts}}<tr class="host"><td>{{.Host}}</td><td>{{.State}}</td><td>{{.Hold}} {{.HoldReason}} {{.PauseReason}}</td>

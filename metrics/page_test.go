@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -137,5 +138,48 @@ func TestStatusPageInChromium(t *testing.T) {
 	}
 	if !strings.Contains(casesText, "<script>window.__pwned=3</script>") || !strings.Contains(hostsText, hostile) {
 		t.Errorf("hostile text not shown as text:\ncases %q\nhosts %q", casesText, hostsText)
+	}
+}
+
+// faultAPI is pageAPI during a local-fault incident.
+type faultAPI struct{ pageAPI }
+
+func (faultAPI) Status() (*control.Status, error) {
+	st, _ := pageAPI{}.Status()
+	st.LocalFault = &control.LocalFault{Since: t0, TrippedAt: t0.Add(5 * time.Second), FailingHosts: 7, ActiveHosts: 8,
+		ErrorKinds: map[string]int{"timeout": 6, "dns": 1}, Probing: []string{"a.test", hostile},
+		NextProbe: t0.Add(70 * time.Second), ProbeRounds: 4}
+	return st, nil
+}
+
+// During an incident the page says so first, with its evidence; a probed
+// host's name is text.
+func TestStatusPageShowsLocalFault(t *testing.T) {
+	for _, api := range []control.API{pageAPI{}, faultAPI{}} {
+		srv := httptest.NewServer(PageHandler(api, t0, func() time.Time { return t0.Add(time.Minute) }))
+		resp, err := http.Get(srv.URL + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		srv.Close()
+		page := string(body)
+		_, during := api.(faultAPI)
+		if got := strings.Contains(page, `id="local-fault"`); got != during {
+			t.Errorf("incident under way %v, banner shown %v:\n%s", during, got, page)
+			continue
+		}
+		if !during {
+			continue
+		}
+		for _, want := range []string{"7 of 8", "dns: 1, timeout: 6", "a.test, evil&lt;script&gt;", "4 rounds"} {
+			if !strings.Contains(page, want) {
+				t.Errorf("banner lacks %q:\n%s", want, page)
+			}
+		}
+		if strings.Contains(page, "<script>window.__pwned=1") {
+			t.Error("a probed host's name is served as markup")
+		}
 	}
 }
