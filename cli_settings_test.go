@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"breakwater/control"
+	"breakwater/crawl"
 	"breakwater/demosite"
 	"breakwater/fetch/fetchtest"
 )
@@ -362,5 +364,41 @@ func TestSeedsFromAPipe(t *testing.T) {
 	r := runCLI(t, ctx, crawlArgs(filepath.Join(dir, "p.db"), "--seeds", fifo)...)
 	if r.code != exitOK || !strings.Contains(r.stdout, "2 fetched") {
 		t.Errorf("crawl --seeds FIFO: %s", r)
+	}
+}
+
+// While the local-fault guard pauses a running crawl, status says so first
+// among the figures, with the evidence and the probes.
+func TestStatusShowsLocalFault(t *testing.T) {
+	at := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	var out strings.Builder
+	printStatus(&out, &control.Status{Running: true, LocalFault: &control.LocalFault{Since: at, TrippedAt: at.Add(2 * time.Second),
+		FailingHosts: 7, ActiveHosts: 8, ErrorKinds: map[string]int{"timeout": 6, "dns": 1},
+		Probing: []string{"a.test", "b.test"}, NextProbe: at.Add(10 * time.Second), ProbeRounds: 3}})
+	want := "LOCAL FAULT  fetching paused since 10:00:02: 7 of 8 active hosts failing at once (dns 1, timeout 6); probing a.test b.test, 3 rounds, next at 10:00:10"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("status:\n%s\nwant the line %q", out.String(), want)
+	}
+	out.Reset()
+	printStatus(&out, &control.Status{Running: true})
+	if strings.Contains(out.String(), "LOCAL FAULT") {
+		t.Errorf("status without an incident shows one:\n%s", out.String())
+	}
+}
+
+// The progress line says why nothing moves: the guard's pause first, else
+// the open hosts everything waits on.
+func TestProgressTextSaysWhatItWaitsFor(t *testing.T) {
+	p := crawl.Progress{Fetched: 100, Queued: 50, Open: 2, NextProbe: 190 * time.Second, GiveUpIn: 27 * time.Minute,
+		Elapsed: 10 * time.Second}
+	if got := progressText(p); !strings.Contains(got, "waiting on 2 open hosts: next probe in 3m10s, giving up in 27m0s") {
+		t.Errorf("progress %q, want what it waits on", got)
+	}
+	p.LocalFault = &control.LocalFault{FailingHosts: 7, ActiveHosts: 8, Probing: []string{"a", "b", "c"},
+		NextProbe: time.Now().Add(4 * time.Second)}
+	got := progressText(p)
+	if !strings.Contains(got, "PAUSED: local fault suspected, 7 of 8 hosts failing at once; probing 3 hosts") ||
+		strings.Contains(got, "waiting on") {
+		t.Errorf("progress %q, want the local fault and nothing else to wait on", got)
 	}
 }

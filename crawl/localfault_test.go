@@ -2,17 +2,22 @@ package crawl
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"breakwater/breaker"
 	"breakwater/control"
+	"breakwater/frontier"
 	"breakwater/metrics"
+	"breakwater/notify"
 	"breakwater/storage"
 )
 
@@ -194,6 +199,24 @@ type guardRun struct {
 	status       *control.Status
 	metrics      string
 	metricsAfter string
+	events       []notify.Event // notifications sent
+}
+
+// eventTap is a webhook in memory: it keeps every event POSTed to it.
+type eventTap struct {
+	mu     sync.Mutex
+	events []notify.Event
+}
+
+func (tap *eventTap) RoundTrip(req *http.Request) (*http.Response, error) {
+	var ev notify.Event
+	if err := json.NewDecoder(req.Body).Decode(&ev); err != nil {
+		return nil, err
+	}
+	tap.mu.Lock()
+	tap.events = append(tap.events, ev)
+	tap.mu.Unlock()
+	return &http.Response{StatusCode: 204, Body: http.NoBody, Request: req}, nil
 }
 
 func scrape(t *testing.T, m *metrics.Crawl) string {
@@ -226,6 +249,8 @@ func crawlThroughOutage(t *testing.T, guardHosts, threshold int) guardRun {
 		for i := range hosts {
 			opts.Seeds = append(opts.Seeds, chainURL(fmt.Sprintf("h%d.test", i), 0))
 		}
+		tap := &eventTap{}
+		opts.Notify = notify.New("http://hook.test/", "crawl.db", notify.Options{Client: &http.Client{Transport: tap}})
 		var e *Engine
 		opts.Metrics = metrics.New(func() (metrics.Snapshot, error) { return e.MetricsSnapshot() })
 		r := newRig(t, opts, outageSite(hosts, pages, from, to, opts.Timeout))
@@ -247,6 +272,8 @@ func crawlThroughOutage(t *testing.T, guardHosts, threshold int) guardRun {
 			}
 		}
 		run.metricsAfter = scrape(t, opts.Metrics)
+		opts.Notify.Close(context.Background())
+		run.events = tap.events
 		run.results = r.results()
 		for i := range hosts {
 			for _, tr := range r.transitions(fmt.Sprintf("h%d.test", i)) {
@@ -307,6 +334,15 @@ func TestLocalFaultGuardThroughOutage(t *testing.T) {
 		t.Errorf("metrics: during the outage\n%s\nafter the run\n%s\nwant the gauge 1 then 0 and one incident",
 			grepLines(on.metrics, "local_fault"), grepLines(on.metricsAfter, "local_fault"))
 	}
+	var kinds []string
+	for _, ev := range on.events {
+		kinds = append(kinds, ev.Kind)
+	}
+	if !slices.Equal(kinds, []string{"local-fault", "local-fault-cleared"}) {
+		t.Errorf("notifications %v, want local-fault then local-fault-cleared", kinds)
+	} else if on.events[0].Fields["failing_hosts"].(float64) < 5 {
+		t.Errorf("local-fault event %+v, want its evidence", on.events[0])
+	}
 	if off.progress.LocalFault != nil || !strings.Contains(off.metricsAfter, "breakwater_local_fault_incidents_total 0\n") {
 		t.Errorf("with the guard off: progress %+v, metrics %s: want no incident", off.progress.LocalFault,
 			grepLines(off.metricsAfter, "local_fault"))
@@ -360,4 +396,17 @@ func grepLines(text, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// The guard's cost on the request path: one outcome fed to a host's signal
+// under its lock, what every answered request pays.
+func BenchmarkObserveFault(b *testing.B) {
+	e := &Engine{guard: newFaultGuard(DefaultOptions().LocalFault), hosts: newHostTable(0)}
+	x := &exchange{host: e.hosts.get("a.test", guardT0)}
+	x.lease = &frontier.Lease{Item: storage.Item{URL: "http://a.test/p/1", Host: "a.test"}}
+	ok := Verdict{Class: breaker.OK, Status: 200}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		e.observeFault(x, ok, guardT0.Add(time.Duration(i)))
+	}
 }

@@ -1,6 +1,7 @@
 // Package notify tells a person's webhook about what needs a human: a host
-// that refused the crawler by name, a host given up on, a run that ended
-// with a non-zero exit code. Events are POSTed as JSON from a goroutine of
+// that refused the crawler by name, a host given up on, the crawl paused
+// for a fault of its own and resumed, a run that ended with a non-zero
+// exit code. Events are POSTed as JSON from a goroutine of
 // their own, retried with backoff, and never block the crawl: a full queue
 // drops the event with a log line, and the crawl's exit code never depends
 // on a delivery.
@@ -17,8 +18,9 @@ import (
 	"time"
 )
 
-// Event is one notification. Kind is "case", "host-given-up" or
-// "run-ended"; Fields say the rest (host, url, status, exit...).
+// Event is one notification. Kind is "case", "host-given-up",
+// "local-fault", "local-fault-cleared" or "run-ended"; Fields say the rest
+// (host, url, status, exit...).
 type Event struct {
 	Kind   string         `json:"event"`
 	Time   time.Time      `json:"time"`
