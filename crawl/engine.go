@@ -214,6 +214,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	fetchCtx, cancelFetches := context.WithCancel(context.Background())
 	defer cancelFetches()
 	e.fetchCtx = fetchCtx
+	e.guard.start(fetchCtx)
 	go func() {
 		<-stopCtx.Done()
 		time.AfterFunc(e.opts.StopGrace, cancelFetches)
@@ -221,6 +222,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 
 	exhausted := e.runWorkers(stopCtx)
 	stop()
+	e.guard.stop()
 	e.heartbeat(e.opts.Now())
 	e.persistBreakers()
 	closeErr := errors.Join(e.front.Close(), e.closeArchive())

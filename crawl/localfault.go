@@ -241,6 +241,11 @@ type faultGuard struct {
 	probing  map[string]int
 	// count is the incidents of this run.
 	count int
+	// probeCtx ends the probes when the workers stop; rounds counts the
+	// rounds still running, which Run waits for.
+	probeCtx    context.Context
+	cancelProbe context.CancelFunc
+	rounds      sync.WaitGroup
 }
 
 func newFaultGuard(cfg LocalFaultOptions) *faultGuard {
@@ -248,6 +253,21 @@ func newFaultGuard(cfg LocalFaultOptions) *faultGuard {
 		return nil
 	}
 	return &faultGuard{cfg: cfg, probing: map[string]int{}}
+}
+
+// start ties the probes to parent, the crawl's fetch context.
+func (g *faultGuard) start(parent context.Context) {
+	if g != nil {
+		g.probeCtx, g.cancelProbe = context.WithCancel(parent)
+	}
+}
+
+// stop ends the probes under way and waits for them.
+func (g *faultGuard) stop() {
+	if g != nil {
+		g.cancelProbe()
+		g.rounds.Wait()
+	}
 }
 
 // active reports whether fetching is paused for an incident; false for a
@@ -423,13 +443,13 @@ func (e *Engine) probeRound(now time.Time) {
 	g.mu.Lock()
 	inc := g.incident
 	g.mu.Unlock()
-	go func() {
+	g.rounds.Go(func() {
 		defer g.roundDone(inc, targets)
 		answered := make(chan string, len(targets))
 		var wg sync.WaitGroup
 		for _, t := range targets {
 			wg.Go(func() {
-				ctx, cancel := context.WithTimeout(e.fetchCtx, e.opts.Timeout)
+				ctx, cancel := context.WithTimeout(g.probeCtx, e.opts.Timeout)
 				defer cancel()
 				r := e.fetcher.Fetch(ctx, fetch.Request{URL: t.url, MaxBody: probeMaxBody})
 				if r.Err == nil && r.Status > 0 {
@@ -443,11 +463,11 @@ func (e *Engine) probeRound(now time.Time) {
 		for h := range answered {
 			hosts = append(hosts, h)
 		}
-		if len(hosts) > 0 {
+		if len(hosts) > 0 && g.probeCtx.Err() == nil {
 			slices.Sort(hosts)
 			e.endIncident(inc, hosts, e.opts.Now())
 		}
-	}()
+	})
 }
 
 // endIncident ends inc, once some probes were answered: every host that
