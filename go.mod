@@ -3,7 +3,6 @@ module breakwater
 go 1.26.0
 
 require (
-	github.com/PuerkitoBio/goquery v1.13.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/creack/pty v1.1.24
 	github.com/google/uuid v1.6.0
@@ -25,7 +24,6 @@ require (
 )
 
 require (
-	github.com/andybalholm/cascadia v1.3.4 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/bits-and-blooms/bitset v1.24.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"breakwater/breaker"
@@ -35,6 +36,22 @@ type exchange struct {
 	rules *robots.Rules   // robots.txt lease: the rules obtained, if any
 	// robotsErr is why a robots.txt lease obtained no rules.
 	robotsErr error
+	// scanned is set once the page's answer was read for its title and
+	// links (scanPage), and scanErr says why that read failed, if it did.
+	scanned bool
+	title   string
+	links   []frontier.Link
+	scanErr error
+}
+
+// scanPage reads a 2xx page for its title and links as its body streams
+// (fetch.Request.Read); the other answers' bodies are only hashed.
+func (x *exchange) scanPage(resp *fetch.Response, body io.Reader) {
+	if resp.Status < 200 || resp.Status >= 300 {
+		return
+	}
+	x.scanned = true
+	x.title, x.links, x.scanErr = ScanPage(resp.URL, resp.ContentType, body)
 }
 
 // ending says how a lease ends. The zero value gives it back untouched.

@@ -179,6 +179,9 @@ func (e *Engine) request(x *exchange) (disposition, bool) {
 	if !x.robots {
 		page = e.pageRequest(x) // reads the file for a refresh: before the request counts as in flight
 		page.MaxBody = e.bodyCap(x.lease.Item)
+		if x.lease.Item.Kind != storage.KindSitemap {
+			page.Read = x.scanPage // sitemaps are read whole, by their own reader
+		}
 	}
 	ctx, done := x.host.beginRequest(e.fetchCtx)
 	defer done()

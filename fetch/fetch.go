@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"breakwater/frontier"
@@ -138,7 +141,19 @@ type Request struct {
 	// MaxBody, if positive, replaces Options.MaxBody for this request (a
 	// sitemap may be larger than any page); 0 means the Fetcher's.
 	MaxBody int64
+	// Read, if set, is handed the body as it arrives, decoded and capped at
+	// the body limit, once the status and headers are in the Response, so
+	// that a page is hashed and read for links without ever being held
+	// whole: 32 workers on 10 MiB pages would otherwise hold 320 MB. Read
+	// may stop early; Fetch reads the rest itself, for the digest. Body
+	// then keeps only the first HeadSize bytes (enough to sniff a type or
+	// find a refusal's words). Read is not called when no answer came.
+	Read func(r *Response, body io.Reader)
 }
+
+// HeadSize is how much of a body a Response keeps when Request.Read reads
+// the body as it streams.
+const HeadSize = 64 << 10
 
 // Response is the outcome of one Fetch. An HTTP error status is data, not an
 // error: Err is set only when the exchange itself failed (dial, TLS, timeout,
@@ -148,14 +163,34 @@ type Response struct {
 	Status      int    // 0 when no response arrived
 	Header      http.Header
 	ContentType string
-	Body        []byte // at most MaxBody bytes, decompressed
+	Body        []byte // at most MaxBody bytes, decompressed; with Request.Read, the first HeadSize of them
 	Truncated   bool   // the body was longer than MaxBody
 	Location    string // Location header resolved to an absolute http(s) URL; "" if none or invalid
 	Wire        *Wire  // the exchange as sent and received, with Options.Record; nil without
 	Started     time.Time
 	Duration    time.Duration
 	Err         error
+
+	// The digest of the body as kept (see Digest); digested is false for a
+	// Response built by hand, whose Body is all there is.
+	length   int64
+	sum      [sha256.Size]byte
+	digested bool
+	streamed bool
 }
+
+// Digest returns the length and SHA-256 of the body kept: every byte up to
+// the body limit, also when Body holds only its head because Request.Read
+// read it as it streamed.
+func (r *Response) Digest() (length int64, sum [sha256.Size]byte) {
+	if !r.digested {
+		return int64(len(r.Body)), sha256.Sum256(r.Body)
+	}
+	return r.length, r.sum
+}
+
+// Streamed reports whether Request.Read was handed the body.
+func (r *Response) Streamed() bool { return r.streamed }
 
 // Fetcher issues single GET requests without following redirects: the caller
 // enqueues a 3xx's Location like any other link, so every hop passes through
@@ -291,7 +326,12 @@ func (f *Fetcher) Fetch(ctx context.Context, in Request) *Response {
 		raw = tee
 	}
 	body, sizeHint := decodedBody(raw, resp)
-	r.Body, r.Truncated, err = readCapped(body, limit, sizeHint)
+	if in.Read != nil {
+		r.Truncated, err = stream(r, body, limit, in.Read)
+	} else {
+		r.Body, r.Truncated, err = readCapped(body, limit, sizeHint)
+		r.length, r.sum, r.digested = int64(len(r.Body)), sha256.Sum256(r.Body), true
+	}
 	if err != nil {
 		r.Err = fmt.Errorf("read body of %s: %w", rawURL, err)
 	}
@@ -374,6 +414,76 @@ func (f *Fetcher) CloseHost(host string) { f.conns.closeHost(host) }
 
 // Close releases idle connections. In-flight fetches are not interrupted.
 func (f *Fetcher) Close() { f.CloseIdle() }
+
+// stream hands body, capped at limit, to read, hashing it and keeping its
+// head in r as it goes, then reads what read left. It reports whether the
+// body was longer than limit, and the body's read error, if any.
+func stream(r *Response, body io.Reader, limit int64, read func(*Response, io.Reader)) (truncated bool, err error) {
+	s := &bodyStream{src: body, left: limit, hash: sha256.New(), r: r}
+	r.streamed = true
+	read(r, s)
+	if s.err == nil {
+		buf := streamBufs.Get().(*[]byte)
+		_, _ = io.CopyBuffer(io.Discard, onlyReader{s}, *buf)
+		streamBufs.Put(buf)
+	}
+	if s.err == nil && s.left == 0 {
+		// At the limit: one byte more says whether there was more.
+		var one [1]byte
+		n, perr := io.ReadFull(body, one[:])
+		truncated = n > 0
+		if perr != nil && perr != io.EOF && perr != io.ErrUnexpectedEOF {
+			s.err = perr
+		}
+	}
+	r.length, r.digested = s.read, true
+	copy(r.sum[:], s.hash.Sum(nil))
+	if s.err == io.EOF {
+		s.err = nil
+	}
+	return truncated, s.err
+}
+
+var streamBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// bodyStream is a body on its way to Request.Read: capped, hashed, its
+// head kept, its first failure remembered.
+type bodyStream struct {
+	src  io.Reader
+	left int64 // bytes the cap still allows
+	read int64
+	hash hash.Hash
+	r    *Response
+	err  error // the first error of src, io.EOF at its end
+}
+
+func (s *bodyStream) Read(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	if s.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > s.left {
+		p = p[:s.left]
+	}
+	n, err := s.src.Read(p)
+	if n > 0 {
+		s.left -= int64(n)
+		s.read += int64(n)
+		s.hash.Write(p[:n])
+		if room := HeadSize - len(s.r.Body); room > 0 {
+			s.r.Body = append(s.r.Body, p[:min(n, room)]...)
+		}
+	}
+	if err != nil {
+		s.err = err
+	}
+	return n, err
+}
+
+// onlyReader hides a reader's other methods from io.Copy.
+type onlyReader struct{ io.Reader }
 
 // readCapped reads at most limit bytes. It asks for one byte more to learn
 // whether the body was longer, without reading the rest.
