@@ -59,6 +59,7 @@ func (e *Engine) archiveAside(resp *fetch.Response) {
 	if entry := e.encodeEntry(ex); entry != nil {
 		e.submit(func(b *storage.Batch) { b.Attach(entry) })
 	}
+	resp.Release() // encoded: the recorded bytes are done with
 }
 
 func (e *Engine) encodeEntry(ex warc.Exchange) *warc.Entry {
@@ -73,7 +74,7 @@ func (e *Engine) encodeEntry(ex warc.Exchange) *warc.Entry {
 // exchangeOf is resp as it crossed the wire, if an answer came.
 func exchangeOf(resp *fetch.Response) (warc.Exchange, bool) {
 	w := resp.Wire
-	if w == nil || resp.Status == 0 || len(w.Response) == 0 {
+	if w == nil || resp.Status == 0 || w.Response.Size() == 0 {
 		return warc.Exchange{}, false
 	}
 	return warc.Exchange{URI: resp.URL, Date: resp.Started, Request: w.Request, Response: w.Response,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"breakwater/fetch"
+	"breakwater/spool"
 	"breakwater/warc"
 )
 
@@ -27,7 +28,7 @@ func (w wired) Fetch(ctx context.Context, req fetch.Request) *fetch.Response {
 	resp.Header.Write(&b)
 	fmt.Fprintf(&b, "Content-Length: %d\r\n\r\n", len(resp.Body))
 	b.Write(resp.Body)
-	resp.Wire = &fetch.Wire{Request: []byte("GET " + req.URL + " HTTP/1.1\r\n\r\n"), Response: b.Bytes(), RemoteIP: "127.0.0.1"}
+	resp.Wire = &fetch.Wire{Request: []byte("GET " + req.URL + " HTTP/1.1\r\n\r\n"), Response: spool.Of(b.Bytes()), RemoteIP: "127.0.0.1"}
 	return resp
 }
 

@@ -135,6 +135,7 @@ func completed(r *storage.Result, found []storage.Item) disposition {
 func (e *Engine) settle(x *exchange, d disposition) {
 	l := x.lease
 	now := e.opts.Now()
+	defer x.resp.Release() // its recorded bytes are archived by now, or not to be
 	if x.admitted && !x.reported {
 		e.cancelTicket(x.ticket, now)
 	}

@@ -151,7 +151,8 @@ func (e *Engine) useFetcher(f Fetcher) error {
 		fo := fetch.Options{UserAgent: o.UserAgent, Timeout: o.Timeout,
 			ConnectTimeout: o.ConnectTimeout, MaxBody: o.MaxBody, AllowPrivate: o.AllowPrivate,
 			MaxConnsPerHost: o.HostConcurrency, IdleConns: idleConnsFor(o.Workers),
-			Refuse: e.circuitOpen, Now: o.Now, Record: o.WARC.Dir != "", RecordMax: o.WARC.MaxRecord}
+			Refuse: e.circuitOpen, Now: o.Now, Record: o.WARC.Dir != "", RecordMax: o.WARC.MaxRecord,
+			SpoolDir: o.WARC.Dir}
 		var err error
 		if fo.Header, err = o.requestHeader(); err != nil {
 			return err

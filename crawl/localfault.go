@@ -452,6 +452,7 @@ func (e *Engine) probeRound(now time.Time) {
 				ctx, cancel := context.WithTimeout(g.probeCtx, e.opts.Timeout)
 				defer cancel()
 				r := e.fetcher.Fetch(ctx, fetch.Request{URL: t.url, MaxBody: probeMaxBody})
+				r.Release()
 				if r.Err == nil && r.Status > 0 {
 					answered <- t.host
 				}

@@ -86,12 +86,17 @@ type Options struct {
 	// fails the dial. The crawl refuses hosts whose circuit is open.
 	Refuse func(hostKey string) bool
 	// Record keeps each exchange as it crossed the connection in
-	// Response.Wire, for an archive. Requests then use HTTP/1.1, and a body
+	// Response.Wire, for an archive (SpoolDir, "" for the system's temporary
+	// directory, is where a large response's bytes wait). Requests then use HTTP/1.1, and a body
 	// cut at MaxBody is still read off the wire up to RecordMax.
 	Record bool
 	// RecordMax caps the wire bytes kept of one response; 0 or less means
 	// DefaultRecordMax.
 	RecordMax int64
+	// SpoolDir is where recorded responses larger than a few hundred KiB
+	// wait for the archive, in files unlinked as soon as they are made;
+	// "" means the system's temporary directory.
+	SpoolDir string
 	// Now is the clock for Response.Started and Duration; nil means time.Now.
 	Now func() time.Time
 }
@@ -187,6 +192,14 @@ func (r *Response) Digest() (length int64, sum [sha256.Size]byte) {
 		return int64(len(r.Body)), sha256.Sum256(r.Body)
 	}
 	return r.length, r.sum
+}
+
+// Release frees what the Response holds outside memory: its recorded
+// exchange's spool. Call it once the Response is no longer needed.
+func (r *Response) Release() {
+	if r != nil {
+		r.Wire.Close()
+	}
 }
 
 // Streamed reports whether Request.Read was handed the body.
@@ -298,7 +311,7 @@ func (f *Fetcher) Fetch(ctx context.Context, in Request) *Response {
 	}
 	var capt *capture
 	if f.opts.Record {
-		capt = &capture{wire: &Wire{limit: f.opts.RecordMax}}
+		capt = &capture{wire: newWire(f.opts.RecordMax, f.opts.SpoolDir)}
 		req = capt.traced(req)
 	}
 	resp, err := f.client.Do(req)

@@ -11,6 +11,8 @@ import (
 	"net/http/httptrace"
 	"sync"
 	"time"
+
+	"breakwater/spool"
 )
 
 // DefaultRecordMax caps the wire bytes kept of one response when recording.
@@ -25,8 +27,12 @@ const maxRequestCapture = 1 << 20
 // body, with the body's transfer framing (chunks) and content encoding
 // kept. It is set on a Response when Options.Record is on.
 type Wire struct {
-	Request  []byte
-	Response []byte
+	Request []byte
+	// Response is spooled: its first spool.DefaultMemMax bytes in memory,
+	// the rest in a temporary file (see Options.SpoolDir), so that a large
+	// answer is archived whole without being held in memory. Close, or the
+	// Response's Release, frees it.
+	Response *spool.Buffer
 	// Truncated is set when Response stops before the end of the body:
 	// it reached the record cap, or the exchange failed partway.
 	Truncated bool
@@ -43,18 +49,33 @@ type Wire struct {
 
 	limit int64
 	full  bool
+	// failed is the spool's write failure: the record cannot be whole.
+	failed error
+}
+
+func newWire(limit int64, spoolDir string) *Wire {
+	return &Wire{limit: limit, Response: spool.New(spoolDir, 0)}
 }
 
 func (w *Wire) addResponse(p []byte) {
-	room := w.limit - int64(len(w.Response))
-	if room <= 0 {
+	room := w.limit - w.Response.Size()
+	if room <= 0 || w.failed != nil {
 		w.full = true
 		return
 	}
 	if int64(len(p)) > room {
 		p, w.full = p[:room], true
 	}
-	w.Response = append(w.Response, p...)
+	if _, err := w.Response.Write(p); err != nil {
+		w.failed, w.full = err, true
+	}
+}
+
+// Close frees the spooled response.
+func (w *Wire) Close() {
+	if w != nil && w.Response != nil {
+		w.Response.Close()
+	}
 }
 
 func (w *Wire) addRequest(p []byte) {
@@ -211,11 +232,8 @@ func (c *capture) finish(req *http.Request, resp *http.Response, raw []byte, bod
 	fmt.Fprintf(&b, "HTTP/1.1 %s\r\n", resp.Status)
 	resp.Header.Write(&b)
 	b.WriteString("\r\n")
-	b.Write(raw)
-	w.Response = b.Bytes()
-	if int64(len(w.Response)) > w.limit {
-		w.Response, w.full = w.Response[:w.limit], true
-	}
+	w.addResponse(b.Bytes())
+	w.addResponse(raw)
 	w.Truncated = w.full || !bodyDone
 	return w
 }

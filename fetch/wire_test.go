@@ -142,8 +142,8 @@ func TestWireKeepsExactBytes(t *testing.T) {
 			if w == nil {
 				t.Fatal("Wire is nil with Record on")
 			}
-			if string(w.Response) != tt.response {
-				t.Errorf("Wire.Response =\n%q\nwant the bytes the server wrote:\n%q", w.Response, tt.response)
+			if got := wireText(t, w); got != tt.response {
+				t.Errorf("Wire.Response =\n%q\nwant the bytes the server wrote:\n%q", got, tt.response)
 			}
 			reqs := srv.requests()
 			if len(reqs) != 1 || !bytes.Equal(w.Request, reqs[0]) {
@@ -185,7 +185,7 @@ func TestWireKeepAliveSeparatesExchanges(t *testing.T) {
 		if r.Err != nil || string(r.Body) != "body of "+p {
 			t.Fatalf("fetch %d %s: body %q err %v", i, p, r.Body, r.Err)
 		}
-		if got, want := string(r.Wire.Response), response(p); got != want {
+		if got, want := wireText(t, r.Wire), response(p); got != want {
 			t.Errorf("fetch %d %s: Wire.Response =\n%q\nwant only its own exchange:\n%q", i, p, got, want)
 		}
 		req := string(r.Wire.Request)
@@ -251,7 +251,7 @@ func TestWireConcurrentFetches(t *testing.T) {
 					t.Errorf("%s: err %v, body of %d bytes, want %d", target, r.Err, len(r.Body), len(wantBody))
 					return
 				}
-				req, resp := string(r.Wire.Request), string(r.Wire.Response)
+				req, resp := string(r.Wire.Request), wireText(t, r.Wire)
 				if !strings.HasPrefix(req, fmt.Sprintf("GET %s?n=%d HTTP/1.1\r\n", path, n)) || strings.Count(req, "GET ") != 1 ||
 					!strings.Contains(req, "\r\nHost: "+strings.TrimPrefix(srv.URL, "http://")+"\r\n") {
 					t.Errorf("%s: Wire.Request = %q", target, req)
@@ -318,9 +318,9 @@ func TestWireRecordMax(t *testing.T) {
 				t.Fatalf("err %v, %d body bytes, Truncated %v; want %d bytes, Truncated %v",
 					r.Err, len(r.Body), r.Truncated, len(tt.wantBody), tt.wantTruncated)
 			}
-			if string(r.Wire.Response) != tt.wantWire || r.Wire.Truncated != tt.wireTruncated {
+			if wireText(t, r.Wire) != tt.wantWire || r.Wire.Truncated != tt.wireTruncated {
 				t.Errorf("Wire.Response %d bytes (want %d, equal %v), Wire.Truncated %v (want %v)",
-					len(r.Wire.Response), len(tt.wantWire), string(r.Wire.Response) == tt.wantWire,
+					r.Wire.Response.Size(), len(tt.wantWire), wireText(t, r.Wire) == tt.wantWire,
 					r.Wire.Truncated, tt.wireTruncated)
 			}
 		})
@@ -359,9 +359,9 @@ func TestWireBrokenGzip(t *testing.T) {
 				if r.Wire == nil {
 					t.Fatal("Record: Wire is nil")
 				}
-				if string(r.Wire.Response) != resp || r.Wire.Truncated {
+				if wireText(t, r.Wire) != resp || r.Wire.Truncated {
 					t.Errorf("Record: Wire.Response %d of %d bytes (equal %v), Truncated %v; want all of it, not truncated",
-						len(r.Wire.Response), len(resp), string(r.Wire.Response) == resp, r.Wire.Truncated)
+						r.Wire.Response.Size(), len(resp), wireText(t, r.Wire) == resp, r.Wire.Truncated)
 				}
 			}
 		})
@@ -390,7 +390,7 @@ func TestWireTruncatedWhenExchangeFails(t *testing.T) {
 			if r.Err == nil {
 				t.Errorf("fetch of a cut body: no error")
 			}
-			if r.Wire == nil || string(r.Wire.Response) != sent || !r.Wire.Truncated {
+			if r.Wire == nil || wireText(t, r.Wire) != sent || !r.Wire.Truncated {
 				t.Errorf("Wire %+v; want the %d bytes sent, Truncated", r.Wire, len(sent))
 			}
 		})
@@ -417,7 +417,7 @@ func TestWireHTTPS(t *testing.T) {
 			t.Fatalf("fetch %d: body %q err %v, server saw HTTP/%d; want HTTP/1.1", i, r.Body, r.Err, protoMajor.Load())
 		}
 		w := r.Wire
-		resp := string(w.Response)
+		resp := wireText(t, w)
 		if !strings.HasPrefix(resp, "HTTP/1.1 200 OK\r\n") || !strings.HasSuffix(resp, "\r\n\r\nHTTP/1.1") {
 			t.Errorf("fetch %d: Wire.Response = %q, want the plaintext HTTP/1.1 response", i, resp)
 		}
@@ -479,7 +479,7 @@ func TestWireOffAndAcceptEncoding(t *testing.T) {
 			if r.Wire == nil {
 				t.Fatalf("%s: Wire is nil", name)
 			}
-			req, resp := string(r.Wire.Request), string(r.Wire.Response)
+			req, resp := string(r.Wire.Request), wireText(t, r.Wire)
 			if !strings.Contains(req, "\r\nAccept-Encoding: "+wantAE+"\r\n") || strings.Count(req, "Accept-Encoding") != 1 {
 				t.Errorf("%s: Wire.Request = %q, want one Accept-Encoding: %s", name, req, wantAE)
 			}
@@ -511,7 +511,7 @@ func TestWireThroughHTTPProxy(t *testing.T) {
 	if req := string(w.Request); !strings.HasPrefix(req, "GET "+url+" HTTP/1.1\r\n") {
 		t.Errorf("http target: Wire.Request = %q, want the absolute form", req)
 	}
-	if resp := string(w.Response); !strings.HasPrefix(resp, "HTTP/1.1 200 OK\r\n") || !strings.HasSuffix(resp, "\r\n\r\nHTTP/1.1") {
+	if resp := wireText(t, w); !strings.HasPrefix(resp, "HTTP/1.1 200 OK\r\n") || !strings.HasSuffix(resp, "\r\n\r\nHTTP/1.1") {
 		t.Errorf("http target: Wire.Response = %q", resp)
 	}
 	if w.Rebuilt || w.TLS || w.Truncated || w.RemoteIP != "127.0.0.1" {
@@ -529,8 +529,18 @@ func TestWireThroughHTTPProxy(t *testing.T) {
 		!strings.Contains(req, "\r\nUser-Agent: Breakwater-test/1.0\r\n") || !strings.HasSuffix(req, "\r\n\r\n") {
 		t.Errorf("https target: Wire.Request = %q", req)
 	}
-	if resp := string(w.Response); !strings.HasPrefix(resp, "HTTP/1.1 200 OK\r\n") || !strings.HasSuffix(resp, "\r\n\r\nHTTP/1.1") {
+	if resp := wireText(t, w); !strings.HasPrefix(resp, "HTTP/1.1 200 OK\r\n") || !strings.HasSuffix(resp, "\r\n\r\nHTTP/1.1") {
 		t.Errorf("https target: Wire.Response = %q", resp)
 	}
 	wantForwarded(t, px.Forwarded(), "GET "+url, "CONNECT "+tlsSite.addr)
+}
+
+// wireText is the recorded response, read back from its spool.
+func wireText(t *testing.T, w *Wire) string {
+	t.Helper()
+	b, err := w.Response.Bytes()
+	if err != nil {
+		t.Fatalf("read the spooled response: %v", err)
+	}
+	return string(b)
 }

@@ -14,7 +14,7 @@ func BenchmarkEncode(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := encode(ex, nil); err != nil {
+			if _, err := encode(ex, nil, ""); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -36,8 +36,12 @@ func gz(t *testing.T, s string) []byte {
 }
 
 func TestCheckFindsWhatIsWrong(t *testing.T) {
-	good, err := encode(exchange("http://127.0.0.1:1/a", "body", time.Now()), nil)
+	entry, err := encode(exchange("http://127.0.0.1:1/a", "body", time.Now()), nil, "")
 	if err != nil {
+		t.Fatal(err)
+	}
+	good := struct{ data []byte }{}
+	if good.data, err = entry.data.Bytes(); err != nil {
 		t.Fatal(err)
 	}
 	cases := map[string]struct {

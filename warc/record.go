@@ -1,11 +1,14 @@
 package warc
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/rand"
 	"crypto/sha1"
 	"encoding/base32"
 	"fmt"
+	"hash"
+	"io"
 	"strconv"
 	"sync"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/nlnwa/gowarc/v3"
 
+	"breakwater/spool"
 	"breakwater/storage"
 )
 
@@ -22,7 +26,7 @@ type Exchange struct {
 	URI      string
 	Date     time.Time // when the request started
 	Request  []byte    // as sent
-	Response []byte    // as received: status line, headers, body
+	Response Block     // as received: status line, headers, body
 	IP       string    // the peer's address; "" if unknown
 	// Truncated marks a response cut before the end of its body (the
 	// record cap, or a failure partway): WARC-Truncated says so.
@@ -33,11 +37,19 @@ type Exchange struct {
 	Previous    time.Time
 }
 
+// Block is the bytes of a record's block, read as many times as encoding
+// needs (digests first, then the record): a *spool.Buffer, or a
+// *bytes.Reader for bytes at hand.
+type Block interface {
+	io.ReaderAt
+	Size() int64
+}
+
 // Entry is an exchange encoded for the archive, one gzip member per
 // record, ready to be appended to a file. Workers encode; the one writer
 // only appends (Writer.BeforeCommit), so compression runs in parallel.
 type Entry struct {
-	data []byte
+	data *spool.Buffer
 	// first is set on a response that is the first capture of its
 	// payload: the commit that archives it records it for revisits.
 	first *claim
@@ -48,11 +60,20 @@ type Entry struct {
 	// encoding time; fallback then holds the full records, written instead
 	// if that capture is still not in the file (see BeforeCommit).
 	of       *claim
-	fallback []byte
+	fallback *spool.Buffer
 }
 
 // Size is the entry's size in the file.
-func (e *Entry) Size() int { return len(e.data) }
+func (e *Entry) Size() int64 { return e.data.Size() }
+
+// Close frees the entry's spooled records; the writer calls it once they
+// are in the file.
+func (e *Entry) Close() {
+	e.data.Close()
+	if e.fallback != nil {
+		e.fallback.Close()
+	}
+}
 
 // claim is a payload's first capture, from its encoding until the commit
 // that records it in the database.
@@ -90,7 +111,7 @@ const (
 // fifths of the archive's cost per page, for bytes that are ours to start
 // with. first finds the first capture of a payload, for --warc-dedupe; nil
 // writes every payload in full.
-func encode(ex Exchange, first firstCapture) (*Entry, error) {
+func encode(ex Exchange, first firstCapture, spoolDir string) (*Entry, error) {
 	date := ex.Date.UTC()
 	reqID, err := newRecordID()
 	if err != nil {
@@ -100,8 +121,18 @@ func encode(ex Exchange, first firstCapture) (*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	headEnd := httpHeaderEnd(ex.Response)
-	payloadDigest := sha1Digest(ex.Response[headEnd:])
+	resp := ex.Response
+	if resp == nil {
+		resp = bytes.NewReader(nil)
+	}
+	headEnd, err := httpHeaderEnd(resp)
+	if err != nil {
+		return nil, fmt.Errorf("read the response of %s: %w", ex.URI, err)
+	}
+	blockDigest, payloadDigest, err := digests(resp, headEnd)
+	if err != nil {
+		return nil, fmt.Errorf("read the response of %s: %w", ex.URI, err)
+	}
 	common := func(typ gowarc.RecordType, id, contentType string) *gowarc.WarcFields {
 		f := &gowarc.WarcFields{}
 		f.Add(gowarc.WarcType, typ.String())
@@ -137,17 +168,19 @@ func encode(ex Exchange, first firstCapture) (*Entry, error) {
 			profile, revisitRef = gowarc.ProfileIdenticalPayloadDigestV1_1, known
 		}
 	}
-	response := func(buf *bytes.Buffer) error {
+	response := func(buf io.Writer) error {
 		f := common(gowarc.Response, respID, contentTypeResponse)
 		f.Add(gowarc.WarcConcurrentTo, "<"+reqID+">")
 		f.Add(gowarc.WarcPayloadDigest, payloadDigest)
 		if ex.Truncated {
 			f.Add(gowarc.WarcTruncated, "length")
 		}
-		return appendMember(buf, f, ex.Response)
+		return appendMember(buf, f, resp, blockDigest)
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, len(ex.Request)/2+len(ex.Response)/2+1024))
-	if err := appendMember(buf, req, ex.Request); err != nil {
+	buf := spool.New(spoolDir, 0)
+	request := bytes.NewReader(ex.Request)
+	if err := appendMember(buf, req, request, ""); err != nil {
+		buf.Close()
 		return nil, fmt.Errorf("write the records of %s: %w", ex.URI, err)
 	}
 	if revisitRef == nil {
@@ -155,7 +188,7 @@ func encode(ex Exchange, first firstCapture) (*Entry, error) {
 	} else {
 		// A revisit keeps the response's id, so the request names it either way.
 		entry.Revisit = true
-		reqOnly := len(buf.Bytes())
+		reqOnly := buf.Size()
 		f := common(gowarc.Revisit, respID, contentTypeResponse)
 		f.Add(gowarc.WarcConcurrentTo, "<"+reqID+">")
 		f.Add(gowarc.WarcProfile, profile)
@@ -166,39 +199,79 @@ func encode(ex Exchange, first firstCapture) (*Entry, error) {
 		if !ex.NotModified {
 			f.Add(gowarc.WarcPayloadDigest, payloadDigest)
 		}
-		if err = appendMember(buf, f, ex.Response[:headEnd]); err == nil && entry.of != nil {
-			full := bytes.NewBuffer(bytes.Clone(buf.Bytes()[:reqOnly]))
-			err = response(full)
-			entry.fallback = full.Bytes()
+		if err = appendMember(buf, f, io.NewSectionReader(resp, 0, headEnd), ""); err == nil && entry.of != nil {
+			full := spool.New(spoolDir, 0)
+			entry.fallback = full
+			if _, err = io.Copy(full, io.NewSectionReader(buf, 0, reqOnly)); err == nil {
+				err = response(full)
+			}
 		}
 	}
+	entry.data = buf
 	if err != nil {
+		entry.Close()
 		return nil, fmt.Errorf("write the records of %s: %w", ex.URI, err)
 	}
-	entry.data = buf.Bytes()
 	return entry, nil
 }
 
 // httpHeaderEnd is where an HTTP message's header block ends (after its
 // empty line), found as gowarc finds it for the payload digest; the whole
 // block when there is none.
-func httpHeaderEnd(msg []byte) int {
-	for at := 0; at < len(msg); {
-		nl := bytes.IndexByte(msg[at:], '\n')
-		if nl < 0 {
-			return len(msg)
+func httpHeaderEnd(msg Block) (int64, error) {
+	r := bufio.NewReader(io.NewSectionReader(msg, 0, msg.Size()))
+	var at int64
+	for {
+		line, err := r.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A long header line: read on to its end.
+			for err == bufio.ErrBufferFull {
+				at += int64(len(line))
+				line, err = r.ReadSlice('\n')
+			}
+			at += int64(len(line))
+			if err != nil {
+				return msg.Size(), ignoreEOF(err)
+			}
+			continue
 		}
-		line := nl + 1
-		at += line
-		if line < 3 {
-			return at
+		if err != nil {
+			return msg.Size(), ignoreEOF(err) // no empty line: all header
+		}
+		at += int64(len(line))
+		if len(line) < 3 {
+			return at, nil
 		}
 	}
-	return len(msg)
 }
 
-// sha1Digest is a digest as WARC fields carry it: sha1, base32, as wget
+func ignoreEOF(err error) error {
+	if err == io.EOF {
+		return nil
+	}
+	return err
+}
+
+// digests reads msg once for the digests of the whole block and of its
+// payload, the part from headEnd on.
+func digests(msg Block, headEnd int64) (block, payload string, err error) {
+	bh, ph := sha1.New(), sha1.New()
+	if _, err := io.Copy(bh, io.NewSectionReader(msg, 0, headEnd)); err != nil {
+		return "", "", err
+	}
+	if _, err := io.Copy(io.MultiWriter(bh, ph), io.NewSectionReader(msg, headEnd, msg.Size()-headEnd)); err != nil {
+		return "", "", err
+	}
+	return digestText(bh), digestText(ph), nil
+}
+
+// digestText is a digest as WARC fields carry it: sha1, base32, as wget
 // and Heritrix write it.
+func digestText(h hash.Hash) string {
+	return "sha1:" + base32.StdEncoding.EncodeToString(h.Sum(nil))
+}
+
+// sha1Digest is digestText of b.
 func sha1Digest(b []byte) string {
 	sum := sha1.Sum(b)
 	return "sha1:" + base32.StdEncoding.EncodeToString(sum[:])
@@ -219,11 +292,19 @@ const smallRecord = 1024
 
 // appendMember writes one record, its fields and block, to buf as one
 // gzip member: the unit a reader can seek to and a crash can cut between.
-func appendMember(buf *bytes.Buffer, f *gowarc.WarcFields, block []byte) error {
-	f.Add(gowarc.WarcBlockDigest, sha1Digest(block))
-	f.Add(gowarc.ContentLength, strconv.Itoa(len(block)))
+// digest is the block's, or "" to have it computed here.
+func appendMember(buf io.Writer, f *gowarc.WarcFields, block Block, digest string) error {
+	if digest == "" {
+		h := sha1.New()
+		if _, err := io.Copy(h, io.NewSectionReader(block, 0, block.Size())); err != nil {
+			return err
+		}
+		digest = digestText(h)
+	}
+	f.Add(gowarc.WarcBlockDigest, digest)
+	f.Add(gowarc.ContentLength, strconv.FormatInt(block.Size(), 10))
 	pool := &fastGzip
-	if len(block) < smallRecord {
+	if block.Size() < smallRecord {
 		pool = &storedGzip
 	}
 	zw := pool.Get().(*gzip.Writer)
@@ -233,10 +314,14 @@ func appendMember(buf *bytes.Buffer, f *gowarc.WarcFields, block []byte) error {
 	head.WriteString("WARC/1.1\r\n")
 	f.Write(head)
 	head.WriteString("\r\n")
-	for _, part := range [][]byte{head.Bytes(), block, []byte("\r\n\r\n")} {
-		if _, err := zw.Write(part); err != nil {
-			return err
-		}
+	if _, err := zw.Write(head.Bytes()); err != nil {
+		return err
+	}
+	if _, err := io.Copy(zw, io.NewSectionReader(block, 0, block.Size())); err != nil {
+		return err
+	}
+	if _, err := zw.Write([]byte("\r\n\r\n")); err != nil {
+		return err
 	}
 	return zw.Close()
 }

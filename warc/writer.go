@@ -188,9 +188,9 @@ func syncDir(dir string) error {
 // payload archived before becomes a revisit.
 func (w *Writer) Encode(ex Exchange) (*Entry, error) {
 	if !w.opts.Dedupe {
-		return encode(ex, nil)
+		return encode(ex, nil, w.opts.Dir)
 	}
-	return encode(ex, w.firstCapture)
+	return encode(ex, w.firstCapture, w.opts.Dir)
 }
 
 // firstCapture finds the first capture of digest: one encoded and not yet
@@ -237,6 +237,11 @@ func (w *Writer) BeforeCommit(b *storage.Batch) error {
 	if len(entries) == 0 {
 		return nil
 	}
+	defer func() { // whatever happens, their spools are done with
+		for _, e := range entries {
+			e.Close()
+		}
+	}()
 	if w.file == nil {
 		if err := w.create(); err != nil {
 			return err
@@ -247,8 +252,8 @@ func (w *Writer) BeforeCommit(b *storage.Batch) error {
 		if e.of != nil && !e.of.written {
 			data = e.fallback
 		}
-		n, err := w.file.Write(data)
-		w.size += int64(n)
+		n, err := data.WriteTo(w.file)
+		w.size += n
 		if err != nil {
 			return fmt.Errorf("write to %s: %w", w.file.Name(), err)
 		}
@@ -334,7 +339,7 @@ func (w *Writer) warcinfo(name string, now time.Time) ([]byte, error) {
 	f.Add(gowarc.WarcFilename, name)
 	f.Add(gowarc.ContentType, gowarc.ApplicationWarcFields)
 	var buf bytes.Buffer
-	if err := appendMember(&buf, f, content.Bytes()); err != nil {
+	if err := appendMember(&buf, f, bytes.NewReader(content.Bytes()), ""); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil

@@ -1,6 +1,7 @@
 package warc
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,7 +27,7 @@ func exchange(uri, body string, at time.Time) Exchange {
 		URI:      uri,
 		Date:     at,
 		Request:  []byte("GET " + u + " HTTP/1.1\r\nHost: 127.0.0.1:1\r\nUser-Agent: test\r\n\r\n"),
-		Response: []byte(fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s", len(body), body)),
+		Response: bytes.NewReader([]byte(fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s", len(body), body))),
 		IP:       "127.0.0.1",
 	}
 }
@@ -235,7 +236,7 @@ func TestRevisitNeverCommittedAheadOfItsCapture(t *testing.T) {
 			// the database's record of it and carries no fallback.
 			later := encodeAll(t, w, exchange("http://127.0.0.1:1/later", "same", at))[0]
 			if !later.Revisit || later.fallback != nil {
-				t.Errorf("a duplicate of a committed capture: revisit %v, fallback %d bytes", later.Revisit, len(later.fallback))
+				t.Errorf("a duplicate of a committed capture: revisit %v, fallback %d bytes", later.Revisit, later.fallback.Size())
 			}
 		})
 	}
