@@ -51,6 +51,7 @@ func tinyConfig(t *testing.T) Config {
 	c.FrontierURLs, c.FrontierHosts = 2000, 20
 	c.QueuedSite, c.QueuedPages, c.SeedsCap = Size{4, 100}, 50, 30*time.Second
 	c.GrowthSite, c.ChildCap = Size{4, 50}, 30*time.Second
+	c.LargePages = []PageSize{{Pages: 3, Bytes: 256 << 10, Workers: 2, HostConcurrency: 2}}
 	c.Child = testChild
 	start := time.Now()
 	c.Log = func(format string, args ...any) {
@@ -246,5 +247,8 @@ func checkMemory(t *testing.T, m *MemoryResult) {
 	}
 	if _, ok := m.GrowthRatio(); !ok {
 		t.Error("no growth ratio")
+	}
+	if len(m.Large) != 1 || m.Large[0].Run.Child.Fetched != 3 || !m.Large[0].Run.Child.Exhausted {
+		t.Errorf("large pages = %+v; want one crawl of all 3 pages", m.Large)
 	}
 }

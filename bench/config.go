@@ -97,6 +97,9 @@ type Config struct {
 	// SeedsCap stops the `crawl --seeds` run of the million URLs: 2m.
 	SeedsCap   time.Duration
 	GrowthSite Size // crawled to the end with RSS samples at 25/50/100%: 1000 x 100
+	// LargePages are sites of large pages, crawled at the default body cap:
+	// memory must not grow with page size.
+	LargePages []PageSize
 	// ChildCap is how long a child may run before it is taken for stuck and
 	// made to dump its goroutines: 5m.
 	ChildCap time.Duration
@@ -127,6 +130,10 @@ func DefaultConfig() Config {
 		FrontierURLs:  1_000_000, FrontierHosts: 1000, FrontierPasses: 3,
 		QueuedSite: Size{1000, 1000}, QueuedPages: 20_000, SeedsCap: 2 * time.Minute,
 		GrowthSite: Size{1000, 100}, ChildCap: 5 * time.Minute,
+		// Issue 16's two: 32 workers on one host of 64 linked 8 MiB pages
+		// (2,657 MB before bodies streamed), and one 64 MiB page (185 MB).
+		LargePages: []PageSize{{Pages: 64, Bytes: 8 << 20, Workers: 32, HostConcurrency: 32},
+			{Pages: 1, Bytes: 64 << 20, Workers: 32, HostConcurrency: 1}},
 	}
 }
 
@@ -144,6 +151,7 @@ func QuickConfig() Config {
 	c.FrontierURLs, c.FrontierHosts = 50_000, 100
 	c.QueuedSite, c.QueuedPages, c.SeedsCap = Size{100, 500}, 2000, 20*time.Second
 	c.GrowthSite, c.ChildCap = Size{100, 50}, time.Minute
+	c.LargePages = []PageSize{{Pages: 4, Bytes: 1 << 20, Workers: 4, HostConcurrency: 4}}
 	return c
 }
 

@@ -60,6 +60,8 @@ type MemoryResult struct {
 	Queued     *MemoryRun `json:"queued"`
 	GrowthSite Size       `json:"growth_site"`
 	Growth     *MemoryRun `json:"growth"` // a crawl of GrowthSite from its roots to the end
+	// Large is a crawl of each of Config.LargePages.
+	Large []LargePageRun `json:"large,omitempty"`
 }
 
 // Growth is RSS at 100% over RSS at 25% of the growth crawl, minus one;
@@ -111,7 +113,7 @@ func (r *runner) memory(ctx context.Context) error {
 	if g := res.Growth; len(g.Samples) < 3 && g.last.RSSKB > 0 {
 		g.Samples = append(g.Samples, g.last)
 	}
-	return nil
+	return r.largePageRuns(ctx, res)
 }
 
 // queuedRuns measures a crawl with a million URLs queued, reached two

@@ -11,9 +11,10 @@ import (
 	"time"
 )
 
-// Targets of issue 5.
+// Targets of issue 5; the crawl's ratio to the ceiling raised by issue 16,
+// once pages streamed.
 const (
-	TargetCrawlRatio     = 0.30
+	TargetCrawlRatio     = 0.50
 	TargetDeadTimeRatio  = 1.15
 	TargetWorkerSecRatio = 50.0
 	TargetEnqueuePerSec  = 200_000.0
@@ -25,7 +26,7 @@ const (
 // Targets of issue 14: the crawl with --warc against the ceiling (the
 // crawl's own target) and against the same crawl without --warc.
 const (
-	TargetWARCRatio   = TargetCrawlRatio
+	TargetWARCRatio   = 0.30
 	TargetWARCToCrawl = 0.80
 )
 
@@ -305,7 +306,7 @@ func (r *Report) memoryRows() []Row {
 		}
 		add(fmt.Sprintf("peak RSS of that crawl (%d fetched)", g.Child.Fetched), peakValue(g), "", "")
 	}
-	return rows
+	return append(rows, r.largePageRows(m)...)
 }
 
 // peakValue shows a run's peak RSS and the largest anonymous RSS sampled.
