@@ -57,6 +57,7 @@ func commands() []command {
 		{"crawl", "crawl from seed URLs into a database file, or resume one", runCrawl},
 		{"status", "frontier counts, hosts, pages and failures", runStatus},
 		{"export", "write stored results (jsonl or csv; --failed for failures only), also while a crawl runs", runExport},
+		{"verify", "check a database file (and with --warc its archive) for damage and broken invariants; read-only", runVerify},
 		{"warc-check", "read WARC files back: records by type, digests, pairs, unfinished files", runWARCCheck},
 		{"hosts", "hosts with breaker state, counts and pace", runHosts},
 		{"transitions", "the log of breaker transitions", runTransitions},

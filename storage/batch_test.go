@@ -79,6 +79,7 @@ func TestRequeueIgnoresSeen(t *testing.T) {
 	db := openTestDB(t)
 	a := enqueue(t, db, item("a.com", "/"))[0]
 	commit(t, db, func(b *Batch) { b.Complete(a, failed(a, "timeout")) })
+	a.Replaces = resultKeys(t, db)[a.Hash] // the result its next one replaces, as RequeueFailed has it
 	c := commit(t, db, func(b *Batch) { b.Requeue(a) })
 	if len(c.Added) != 1 || c.Added[0].Seq <= a.Seq {
 		t.Fatalf("Requeue Added = %+v, want a with a new Seq above %d", c.Added, a.Seq)

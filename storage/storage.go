@@ -4,12 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // SchemaVersion is the layout version this build writes and understands.
@@ -19,8 +17,12 @@ const SchemaVersion = 3
 var (
 	// ErrLocked means another process (usually a running crawl) holds the file.
 	ErrLocked = errors.New("database is locked by another process (is a crawl running?)")
-	// ErrSchema means the file was written by a newer or unknown version.
+	// ErrSchema means the file was written by another version, or is a
+	// bbolt file that is not Breakwater's.
 	ErrSchema = errors.New("unsupported database schema")
+	// ErrDamaged means the file is not a readable bbolt file: empty,
+	// truncated, corrupt, or something else altogether.
+	ErrDamaged = errors.New("damaged or not a database file")
 	// ErrNotFound means the requested record does not exist.
 	ErrNotFound = errors.New("not found")
 )
@@ -66,6 +68,12 @@ type DB struct {
 
 // Open opens (creating if needed) the database file at path, checks its
 // schema version and creates any missing buckets.
+//
+// A file that is not a Breakwater database of this schema version (empty,
+// truncated, damaged, a foreign bbolt file, another version, a directory)
+// is refused with an error naming the path and what is wrong, and is left
+// exactly as it was: an existing file is first looked at read-only, and
+// opened for writing only once it has passed (see openfile.go).
 func Open(path string, opts *Options) (*DB, error) {
 	if opts == nil {
 		opts = &Options{}
@@ -74,27 +82,28 @@ func Open(path string, opts *Options) (*DB, error) {
 	if timeout == 0 {
 		timeout = time.Second
 	}
-	if opts.ReadOnly {
-		if _, err := os.Stat(path); err != nil {
-			return nil, fmt.Errorf("open database %s: %w", path, err)
-		}
-	}
-	// The freelist is kept in the file (NoFreelistSync off): rebuilding it at
-	// open would read every page and map the whole file into memory. The
-	// hashmap freelist keeps allocation cheap as the file grows.
-	bdb, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: timeout, ReadOnly: opts.ReadOnly,
-		FreelistType: bolt.FreelistMapType})
+	info, err := checkPath(path, opts.ReadOnly)
 	if err != nil {
-		switch {
-		case errors.Is(err, bolterrors.ErrTimeout):
-			return nil, fmt.Errorf("open database %s: %w", path, ErrLocked)
-		case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrChecksum), errors.Is(err, bolterrors.ErrVersionMismatch):
-			return nil, fmt.Errorf("open database %s: not a valid Breakwater/bbolt file or damaged: %w", path, err)
-		}
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	db := &DB{bolt: bdb, path: path, readOnly: opts.ReadOnly, seen: &seenSet{}}
-	if err := db.checkSchema(opts.ReadOnly); err != nil {
+	if info != nil {
+		db, err := openChecked(path, info, timeout, opts.ReadOnly)
+		if err != nil {
+			return nil, fmt.Errorf("open database %s: %w", path, err)
+		}
+		if opts.ReadOnly {
+			return db, nil
+		}
+		if err := db.Close(); err != nil {
+			return nil, err
+		}
+	}
+	bdb, err := openBolt(path, false, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	db := &DB{bolt: bdb, path: path, seen: &seenSet{}}
+	if err := guard(func() error { return db.prepare() }); err != nil {
 		db.seen.release()
 		bdb.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
@@ -102,32 +111,44 @@ func Open(path string, opts *Options) (*DB, error) {
 	return db, nil
 }
 
-func (db *DB) checkSchema(readOnly bool) error {
-	check := func(tx *bolt.Tx) error {
-		meta := tx.Bucket(bucketMeta)
-		if meta == nil {
-			if readOnly {
-				return fmt.Errorf("%w: file has no Breakwater metadata", ErrSchema)
-			}
-			return nil
-		}
-		v := meta.Get(keySchema)
-		if len(v) != 4 {
-			return fmt.Errorf("%w: schema version record missing or malformed", ErrSchema)
-		}
-		if got := binary.BigEndian.Uint32(v); got != SchemaVersion {
-			return fmt.Errorf("%w: file has schema version %d, this build understands %d", ErrSchema, got, SchemaVersion)
+// checkVersion checks the schema version record. A file without a meta
+// bucket is refused unless empty is allowed and the file holds nothing at
+// all (a new file: bbolt has laid out its pages, no crawl has written yet).
+func checkVersion(tx *bolt.Tx, empty bool) error {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		switch {
+		case isNonEmpty(tx):
+			return fmt.Errorf("%w: a bbolt file without Breakwater metadata (another program's database?)", ErrSchema)
+		case !empty:
+			return fmt.Errorf("%w: an empty bbolt file: no crawl has written to it", ErrSchema)
 		}
 		return nil
 	}
-	if readOnly {
-		return db.bolt.View(check)
+	v := meta.Get(keySchema)
+	if len(v) != 4 {
+		return fmt.Errorf("%w: schema version record missing or malformed", ErrSchema)
 	}
+	got := binary.BigEndian.Uint32(v)
+	switch {
+	case got == SchemaVersion:
+		return nil
+	case got < SchemaVersion:
+		// Versions 1 and 2 were written only by development builds on the
+		// way to the first release, 0.1.0, which already wrote version 3:
+		// no released build reads them, so there is nothing to migrate with.
+		return fmt.Errorf("%w: file has schema version %d, written only by development builds before breakwater 0.1.0; "+
+			"this build understands %d only and cannot migrate it: crawl again into a new file", ErrSchema, got, SchemaVersion)
+	}
+	return fmt.Errorf("%w: file has schema version %d, newer than this build, which understands %d: "+
+		"use the breakwater that wrote it, or a newer one", ErrSchema, got, SchemaVersion)
+}
+
+// prepare readies a file opened for writing: the buckets, the schema
+// version of a new file, and the seen set.
+func (db *DB) prepare() error {
 	return db.bolt.Update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketMeta) == nil && isNonEmpty(tx) {
-			return fmt.Errorf("%w: bbolt file without Breakwater metadata", ErrSchema)
-		}
-		if err := check(tx); err != nil {
+		if err := checkVersion(tx, true); err != nil {
 			return err
 		}
 		for _, name := range allBuckets {

@@ -125,7 +125,7 @@ func TestOpenRejects(t *testing.T) {
 			if err := os.WriteFile(p, garbage, 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, false, []string{"not a valid Breakwater/bbolt file"}},
+		}, false, []string{"no valid bbolt header"}},
 	}
 	for _, tt := range tests {
 		for _, ro := range []bool{false, true} {
@@ -159,14 +159,6 @@ func TestOpenRejects(t *testing.T) {
 			})
 		}
 	}
-}
-
-func TestOpenEmptyFileInitializes(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "crawl.db")
-	if err := os.WriteFile(path, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	checkLayout(t, openAt(t, path, nil))
 }
 
 func TestOpenReadOnlyMissingFile(t *testing.T) {

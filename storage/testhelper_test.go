@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -298,6 +299,7 @@ func checkStaged(t tb, s snapshot) {
 func checkInvariants(t tb, db *DB) {
 	t.Helper()
 	checkBolt(t, db)
+	checkVerify(t, db)
 	s := takeSnapshot(t, db)
 	var want Counts
 	hosts := map[string]HostCounts{}
@@ -370,6 +372,31 @@ func checkInvariants(t tb, db *DB) {
 		if _, ok := s.Hosts[host]; !ok && w != (HostCounts{}) {
 			t.Fatalf("host %q has no stored counts, buckets hold %+v", host, w)
 		}
+	}
+}
+
+// checkVerify asserts that Verify finds nothing wrong with the frontier
+// the test left: its queue, deferred URLs, lanes, results, seen set and
+// counters. The small records (breakers, transitions, cases, robots.txt)
+// are passed over: tests write them by hand, as no crawl would.
+func checkVerify(t tb, db *DB) {
+	t.Helper()
+	rep, err := db.Verify(VerifyOptions{MaxProblems: 1000})
+	if err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	var problems []string
+	for _, p := range rep.Problems {
+		handMade := false
+		for _, prefix := range []string{"breaker of ", "decode breaker", "transition ", "decode transition", "case ", "decode case", "decode robots"} {
+			handMade = handMade || strings.HasPrefix(p, prefix)
+		}
+		if !handMade {
+			problems = append(problems, p)
+		}
+	}
+	if len(problems) > 0 || rep.Omitted > 0 {
+		t.Fatalf("Verify: %q (and %d more)", problems, rep.Omitted)
 	}
 }
 
