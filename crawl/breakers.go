@@ -33,7 +33,19 @@ func (e *Engine) onTransition(t breaker.Transition) {
 	if e.front == nil {
 		return
 	}
-	e.submit(func(b *storage.Batch) { b.AppendTransition(rec) })
+	// The host's breaker goes in the same commit as its transition, read as
+	// the batch is built (so at least as new as the transition): a kill
+	// between a logged transition and the next housekeeping write would
+	// otherwise bring the host back in its older state, and its next
+	// transitions would log generations the log has already passed.
+	e.submit(func(b *storage.Batch) {
+		b.AppendTransition(rec)
+		if br, ok := e.breakers.Get(t.Host); ok {
+			b.PutBreaker(t.Host, br)
+		} else {
+			b.DeleteBreaker(t.Host)
+		}
+	})
 }
 
 func (e *Engine) raiseCase(c storage.Case) {
