@@ -91,7 +91,7 @@ func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.metricsFile, "metrics-file", "", "write the metrics in node_exporter textfile format to this file every 15s and when the run ends (atomic rename)")
 	fs.StringVar(&c.progress, "progress", "auto", "a live progress line on stderr: auto (on a terminal), always or never; off it, a progress log line every 30s")
 	fs.StringVar(&c.notify, "notify", "", "POST a JSON event to this URL when a host refuses us by name, a host is given up on, the local-fault guard pauses or resumes the crawl, or a run ends with a non-zero exit code")
-	fs.StringVar(&c.listen, "listen", "", "serve Prometheus /metrics and /healthz on this address while the crawl runs, e.g. 127.0.0.1:9150 (off by default)")
+	fs.StringVar(&c.listen, "listen", "", "serve the status page, Prometheus /metrics and /healthz on this address while the crawl runs, e.g. 127.0.0.1:9150; a port alone (:9150) is loopback, and any other host (0.0.0.0:9150) must be named and is warned about (off by default)")
 	c.log.addFlags(fs)
 }
 
@@ -199,6 +199,34 @@ func (c *crawlFlags) toOptions(args []string) error {
 	return nil
 }
 
+// listenStatus listens for the status server on addr. A port without a
+// host means loopback, not net.Listen's every interface: the page shows
+// the crawl's hosts and the servers' own words, and a cron line copied
+// with ":9150" must not publish them. Any other address is the user's
+// explicit choice, and is logged as exposed once bound, judged by the
+// address bound, so a name that resolves beyond loopback is caught too.
+func listenStatus(addr string, log *slog.Logger) (net.Listener, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, usagef("--listen %s: want host:port or :port, e.g. 127.0.0.1:9150: %v", addr, err)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return nil, usagef("--listen %s: %v", addr, err)
+	}
+	if ta, ok := ln.Addr().(*net.TCPAddr); !ok || !ta.IP.IsLoopback() {
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Warn("the status page and metrics are exposed beyond this machine: anyone who can reach the address can read them; use 127.0.0.1 or :PORT for loopback only",
+			"listen", ln.Addr().String())
+	}
+	return ln, nil
+}
+
 func compileAll(flag string, exprs []string) ([]*regexp.Regexp, error) {
 	var out []*regexp.Regexp
 	for _, x := range exprs {
@@ -278,8 +306,8 @@ func crawlInto(ctx context.Context, dbPath string, opts crawl.Options, given fun
 	var engine *crawl.Engine
 	var ln net.Listener
 	if policy.listen != "" {
-		if ln, err = net.Listen("tcp", policy.listen); err != nil {
-			return usagef("--listen %s: %v", policy.listen, err)
+		if ln, err = listenStatus(policy.listen, opts.Logger); err != nil {
+			return err
 		}
 		defer ln.Close()
 	}

@@ -28,7 +28,8 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("export", "export [flags] > results.jsonl", stdout)
 	dbPath := fs.String("db", "breakwater.db", "database file (a running crawl on it answers through its control socket)")
 	format := fs.String("format", "jsonl", "jsonl (one JSON object a line) or csv (RFC 4180, a header row, one row per URL; columns: "+
-		"the --failed ones with --failed)")
+		"the --failed ones with --failed; a text cell starting with = + - @ ' a tab or a carriage return gets a leading ' so that "+
+		"a spreadsheet shows it rather than runs it as a formula)")
 	failedOnly := fs.Bool("failed", false, "export only failed URLs (csv columns: url, error_class, status, error, attempts, referrer, depth, fetched_at)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -43,27 +44,13 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		write = func(r *storage.Result) error { return enc.Encode(r) }
 		flush = w.Flush
 	case "csv":
-		cw := csv.NewWriter(w)
 		cols := csvColumns
 		if *failedOnly {
 			cols = failedColumns
 		}
-		if err := cw.Write(cols); err != nil {
+		var err error
+		if write, flush, err = csvExporter(w, cols); err != nil {
 			return err
-		}
-		row := make([]string, len(cols))
-		write = func(r *storage.Result) error {
-			for i, c := range cols {
-				row[i] = csvField(r, c)
-			}
-			return cw.Write(row)
-		}
-		flush = func() error {
-			cw.Flush()
-			if err := cw.Error(); err != nil {
-				return err
-			}
-			return w.Flush()
 		}
 	default:
 		return usagef("--format %q: want jsonl or csv", *format)
@@ -73,6 +60,57 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("export %s: %w", *dbPath, err)
 	}
 	return flush()
+}
+
+// csvExporter writes the header row of cols to w and returns the writer of
+// one result's row and the flush that ends the export.
+func csvExporter(w *bufio.Writer, cols []string) (write func(*storage.Result) error, flush func() error, err error) {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(cols); err != nil {
+		return nil, nil, fmt.Errorf("csv header: %w", err)
+	}
+	row := make([]string, len(cols))
+	write = func(r *storage.Result) error {
+		for i, c := range cols {
+			row[i] = csvField(r, c)
+			if !numericColumns[c] {
+				row[i] = defuseFormula(row[i])
+			}
+		}
+		return cw.Write(row)
+	}
+	flush = func() error {
+		cw.Flush()
+		if err := cw.Error(); err != nil {
+			return err
+		}
+		return w.Flush()
+	}
+	return write, flush, nil
+}
+
+// numericColumns are written by us from numbers, times and booleans, never
+// from what a server sent: they are left alone, so a negative duration
+// stays a number a spreadsheet can sum.
+var numericColumns = map[string]bool{"status": true, "attempts": true, "length": true, "truncated": true,
+	"fetched_at": true, "duration_ms": true, "depth": true, "outlinks": true}
+
+// defuseFormula makes a text cell inert in a spreadsheet (CSV injection,
+// as OWASP describes it): a title, ETag or error a server controls that
+// starts with =, +, -, @, a tab or a carriage return would be read as a
+// formula, so it gets a leading single quote, shown as text and not run. A
+// cell already starting with a quote gets one too, so a reader may strip
+// exactly one leading quote from every cell that has one and get the value
+// back.
+func defuseFormula(cell string) string {
+	if cell == "" {
+		return cell
+	}
+	switch cell[0] {
+	case '=', '+', '-', '@', '\t', '\r', '\'':
+		return "'" + cell
+	}
+	return cell
 }
 
 // csvField is column c of r, as the JSON export writes it.

@@ -59,6 +59,10 @@ type Options struct {
 	// (tests, intranet crawls). Off, such dials fail with ErrBlockedAddress,
 	// and so do requests through a Proxy to such a target.
 	AllowPrivate bool
+	// Resolver looks up the names dialled, and proxied targets' names,
+	// before the guard checks every address found; nil means
+	// net.DefaultResolver.
+	Resolver Resolver
 	// Proxy, if set, is where requests leave through (see ParseProxy and
 	// doc.go, Proxies). The target is then checked against AllowPrivate
 	// here, before the proxy is asked, and a target name must resolve here
@@ -99,6 +103,10 @@ type Options struct {
 	SpoolDir string
 	// Now is the clock for Response.Started and Duration; nil means time.Now.
 	Now func() time.Time
+
+	// connect, set only by tests (export_test.go), replaces the TCP
+	// connect to an address the guard has passed.
+	connect dialFunc
 }
 
 func (o Options) withDefaults() Options {
@@ -225,7 +233,8 @@ func New(o Options) *Fetcher {
 			return slices.ContainsFunc(hostKeysFor(host, port), o.Refuse)
 		}
 	}
-	direct := conns.wrap(NewSafeDialer(o.ConnectTimeout, o.AllowPrivate).DialContext)
+	guard := newGuardedDialer(o)
+	direct := conns.wrap(guard.DialContext)
 	tr := &http.Transport{
 		Proxy:                  nil, // not the environment's: a Proxy goes through the router
 		DialContext:            direct,
@@ -244,6 +253,7 @@ func New(o Options) *Fetcher {
 	var rt *router
 	if o.Proxy != nil && !o.Proxy.direct() {
 		rt = newRouter(o, conns, direct)
+		rt.lookup = guard.lookup // a proxied target is read as a direct one is
 		rt.install(tr, o.UserAgent)
 	}
 	if o.Record {
