@@ -18,6 +18,13 @@
 //
 // # Proxies
 //
+// A direct request resolves its host here, through Options.Resolver (nil:
+// net.DefaultResolver), and is refused with a *BlockedAddressError if any
+// address the name has is blocked, not only the one it would connect to; a
+// host that spells an IPv4 address oddly (2130706433, 0x7f.1, 127.1) is
+// read as that address, as the URL standard says, and never sent to DNS.
+// Each connect is checked again as it is made.
+//
 // Without Options.Proxy every request is direct and the environment is
 // ignored. With one, the rules that hold direct still hold:
 //
