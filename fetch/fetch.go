@@ -30,8 +30,10 @@ const (
 )
 
 // maxResponseHeaderBytes caps a response's header block: a server sending
-// endless headers must not grow our memory.
-const maxResponseHeaderBytes = 1 << 20
+// endless headers must not grow our memory. Browsers stop near 256 KiB, so
+// no page meant to be seen needs more; net/http's 1 MiB default let a
+// megabyte of tiny headers through, parsed into a map of 16 MiB.
+const maxResponseHeaderBytes = 256 << 10
 
 // Options configures a Fetcher. The zero value is usable.
 type Options struct {
