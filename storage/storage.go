@@ -40,7 +40,8 @@ var (
 	bucketCases       = []byte("cases")
 
 	allBuckets = [][]byte{bucketMeta, bucketSeen, bucketQueue, bucketDeferred, bucketResults,
-		bucketHosts, bucketRobots, bucketBreakers, bucketTransitions, bucketCases, bucketRefresh, bucketCaptures}
+		bucketHosts, bucketRobots, bucketBreakers, bucketTransitions, bucketCases, bucketRefresh, bucketCaptures,
+		bucketHostPages}
 
 	keySchema   = []byte("schema")
 	keySettings = []byte("settings")
