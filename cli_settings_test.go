@@ -76,6 +76,39 @@ func TestResumeKeepsTheCrawlsSettings(t *testing.T) {
 	}
 }
 
+// --max-pages-per-host is a setting of the crawl: a resume with no flags
+// keeps it and counts the host's pages from the file, so the host gets the
+// cap over both runs; the URLs it held back are exported as host-page-cap.
+func TestMaxPagesPerHostIsKeptOnResume(t *testing.T) {
+	site := startSite(t, 1, 12)
+	db := tempDB(t)
+	mustRun(t, exitWorkLeft, crawlArgs(db, "--max-pages-per-host", "5", "--max-pages", "2", "--workers", "1", site.Roots()[0])...)
+	mustRun(t, exitOK, "crawl", "--db", db, "--log-format", "text", "--log-level", "warn")
+
+	if got := requested(site.Hosts()[0]); len(got) != 5 {
+		t.Errorf("requests %v over both runs, want the cap, 5", got)
+	}
+	capped := 0
+	for _, row := range export(t, db) {
+		if row["error_class"] == "host-page-cap" {
+			capped++
+		}
+	}
+	if capped == 0 {
+		t.Error("no URL exported as host-page-cap")
+	}
+	st := mustRun(t, exitOK, "status", "--db", db, "--json")
+	var status struct {
+		Settings map[string]json.RawMessage `json:"settings"`
+	}
+	if err := json.Unmarshal([]byte(st.stdout), &status); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, st.stdout)
+	}
+	if got := string(status.Settings["max-pages-per-host"]); got != "5" {
+		t.Errorf("status settings max-pages-per-host = %s, want the stored 5", got)
+	}
+}
+
 // A flag given on a later run changes the stored setting, logs the change,
 // and URLs queued before that the narrowed scope excludes are recorded
 // out-of-scope, not fetched and not dropped.

@@ -55,6 +55,7 @@ func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Scope, "scope", o.Scope, "links to follow: seeds (the seeds' hosts), domain (their registrable domains) or any")
 	fs.IntVar(&o.MaxDepth, "max-depth", o.MaxDepth, "link hops from a seed to follow (-1: unlimited, 0: seeds only)")
 	fs.IntVar(&o.MaxPages, "max-pages", o.MaxPages, "stop after attempting this many pages this run (0: unlimited)")
+	fs.IntVar(&o.MaxPagesPerHost, "max-pages-per-host", o.MaxPagesPerHost, "fetch at most this many pages of any one host over the whole crawl; the rest are recorded as failed, class host-page-cap (0: unlimited)")
 	fs.StringArrayVar(&c.include, "include", nil, "follow only URLs matching this regexp (repeatable)")
 	fs.StringArrayVar(&c.exclude, "exclude", nil, "never follow URLs matching this regexp (repeatable)")
 	fs.StringVar(&o.UserAgent, "user-agent", o.UserAgent, "User-Agent header; the word before the first / is the robots.txt product token")

@@ -43,6 +43,7 @@ type Engine struct {
 	started   atomic.Int64    // pages requested this run, for --max-pages
 	pagesMu   sync.Mutex
 	pages     map[storage.Hash]bool // with --max-pages: the URL hashes counted in started
+	hostPages *hostPages            // with --max-pages-per-host; nil without (hostcap.go)
 	givenUp   sync.Map              // host -> time.Time of its last FailHost
 	refresh   refresher             // --recrawl-after's walk over the results (recrawl.go)
 	persistMu sync.Mutex
@@ -110,7 +111,8 @@ func New(opts Options, db *storage.DB) (*Engine, error) {
 		opts.Logger = slog.Default()
 	}
 	e := &Engine{opts: opts, db: db, token: robots.ProductToken(opts.UserAgent), log: opts.Logger,
-		hosts: newHostTable(opts.Delay), pages: map[storage.Hash]bool{}, runStart: opts.Now()}
+		hosts: newHostTable(opts.Delay), pages: map[storage.Hash]bool{}, hostPages: newHostPages(opts.MaxPagesPerHost),
+		runStart: opts.Now()}
 	e.budget = NewRetryBudget(opts.RetryBudget, time.Minute, 3)
 	e.guard = newFaultGuard(opts.LocalFault)
 	e.breakers = breaker.NewRegistry(opts.breakerConfig(), e.onTransition)

@@ -50,6 +50,12 @@ type Options struct {
 	// MaxPages stops the run after this many pages were attempted; zero
 	// (the default) means no limit. Retries do not count; sitemaps do.
 	MaxPages int
+	// MaxPagesPerHost is the most pages of one host requested over the
+	// whole crawl, all runs together; the host's URLs beyond it are
+	// recorded as failed, class host-page-cap (see hostcap.go). Zero (the
+	// default) means no limit. Retries and refreshes do not count;
+	// sitemaps do.
+	MaxPagesPerHost int
 	// Include, if any, keeps only discovered URLs matching one of them;
 	// Exclude drops those matching any. Both empty by default.
 	Include []*regexp.Regexp
@@ -234,6 +240,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--scope must be seeds, domain or any, got %q", o.Scope)
 	case o.MaxPages < 0:
 		return fmt.Errorf("--max-pages must not be negative, got %d", o.MaxPages)
+	case o.MaxPagesPerHost < 0:
+		return fmt.Errorf("--max-pages-per-host must not be negative, got %d", o.MaxPagesPerHost)
 	case o.Timeout <= 0:
 		return fmt.Errorf("--timeout must be positive, got %s", o.Timeout)
 	case o.ConnectTimeout <= 0:

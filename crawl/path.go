@@ -21,14 +21,20 @@ func (e *Engine) handle(l *frontier.Lease) {
 // lease by returning its disposition; the last, record, always does.
 //
 // The breaker comes before the rate token so that an open host never spends
-// a token and costs one map lookup, not a connect timeout.
-func (e *Engine) process(x *exchange) disposition {
+// a token and costs one map lookup, not a connect timeout; the host's page
+// cap comes before both, so that a URL over it costs the host nothing.
+func (e *Engine) process(x *exchange) (d disposition) {
 	if d, end := e.reservePage(x); end {
 		return d
 	}
 	if d, end := e.authorise(x); end {
 		return d
 	}
+	claim, d, end := e.claimHostPage(x) // hostcap.go
+	if end {
+		return d
+	}
+	defer func() { e.endClaim(x, claim, d) }()
 	if d, end := e.admit(x); end {
 		return d
 	}

@@ -30,6 +30,7 @@ type Settings struct {
 	Include          []string `json:"include"`
 	Exclude          []string `json:"exclude"`
 	MaxDepth         int      `json:"max-depth"`
+	MaxPagesPerHost  int      `json:"max-pages-per-host"`
 	UserAgent        string   `json:"user-agent"`
 	Header           []string `json:"header"`
 	Cookies          string   `json:"cookies"`
@@ -80,7 +81,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // SettingsOf returns o's crawl settings (SeedHosts aside).
 func SettingsOf(o Options) Settings {
 	return Settings{Scope: o.Scope, Include: patterns(o.Include), Exclude: patterns(o.Exclude),
-		MaxDepth: o.MaxDepth, UserAgent: o.UserAgent, Header: o.Header, Cookies: o.Cookies, Proxy: o.Proxy,
+		MaxDepth: o.MaxDepth, MaxPagesPerHost: o.MaxPagesPerHost, UserAgent: o.UserAgent, Header: o.Header, Cookies: o.Cookies, Proxy: o.Proxy,
 		Delay: Duration(o.Delay), HostConcurrency: o.HostConcurrency, Timeout: Duration(o.Timeout),
 		ConnectTimeout: Duration(o.ConnectTimeout), MaxBody: o.MaxBody, AllowPrivate: o.AllowPrivate,
 		Breaker: o.BreakerEnabled, BreakerThreshold: o.Breaker.Threshold, BreakerRest: Duration(o.Breaker.Rest),
@@ -101,6 +102,7 @@ func (s Settings) applyTo(o *Options) error {
 		return err
 	}
 	o.Scope, o.MaxDepth, o.UserAgent, o.Header, o.Cookies, o.Proxy = s.Scope, s.MaxDepth, s.UserAgent, s.Header, s.Cookies, s.Proxy
+	o.MaxPagesPerHost = s.MaxPagesPerHost
 	o.Delay, o.HostConcurrency = time.Duration(s.Delay), s.HostConcurrency
 	o.Timeout, o.ConnectTimeout = time.Duration(s.Timeout), time.Duration(s.ConnectTimeout)
 	o.MaxBody, o.AllowPrivate = s.MaxBody, s.AllowPrivate
