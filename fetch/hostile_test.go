@@ -247,7 +247,7 @@ func TestHostileEndlessBody(t *testing.T) {
 				t.Fatalf("status %d, %d bytes, truncated %v, err %v; want 200, %d bytes, truncated", r.Status, len(r.Body), r.Truncated, r.Err, hostileMaxBody)
 			}
 			if tt.record {
-				if r.Wire == nil || !r.Wire.Truncated || int64(len(r.Wire.Response)) != o.RecordMax {
+				if r.Wire == nil || !r.Wire.Truncated || r.Wire.Response.Size() != o.RecordMax {
 					t.Fatalf("wire %+v: want %d bytes kept, truncated", wireSummary(r.Wire), o.RecordMax)
 				}
 			}
@@ -260,7 +260,7 @@ func wireSummary(w *Wire) string {
 	if w == nil {
 		return "none"
 	}
-	return fmt.Sprintf("%d bytes, truncated %v", len(w.Response), w.Truncated)
+	return fmt.Sprintf("%d bytes, truncated %v", w.Response.Size(), w.Truncated)
 }
 
 // zlibBomb returns a zlib stream ("deflate" as HTTP means it) of size
@@ -390,7 +390,7 @@ func (w *bitWriter) align() {
 // The zlib bomb is what it claims: a small one decodes to its zeros.
 func TestZlibBombDecodes(t *testing.T) {
 	t.Parallel()
-	const size = 5 << 20
+	const size = 3 << 20
 	head, mid, tail, count := zlibBomb(t, size)
 	stream := bytes.Join([][]byte{head, bytes.Repeat(mid, int(count)), tail}, nil)
 	zr, err := zlib.NewReader(bytes.NewReader(stream))
@@ -404,19 +404,18 @@ func TestZlibBombDecodes(t *testing.T) {
 	t.Logf("%d MiB of zeros in %d bytes of zlib", size>>20, len(stream))
 }
 
-// Compression bombs of a GiB each, streamed as they are made: a gzip one
-// (which Fetch asks for and decodes), and ones labelled deflate and br,
-// which it does not ask for. Whatever the fetcher does with an encoding,
-// the body kept is at most MaxBody and the heap grows by a few times it.
-// Not parallel: it measures the heap.
-func TestHostileCompressionBombs(t *testing.T) {
+// bomb is a compression bomb of bombSize zeros, written as it is made.
+type bomb struct {
+	encoding string
+	write    func(w io.Writer) error
+}
+
+// bombs returns a gzip, a deflate and a brotli bomb.
+func bombs(t *testing.T) []bomb {
 	member, members := gzipBomb(t) // 1 MiB of zeros a member: 1024 of them
 	zHead, zMid, zTail, zCount := zlibBomb(t, bombSize)
 	br := brotliBomb(bombSize)
-	tests := []struct {
-		encoding string
-		write    func(w io.Writer) error
-	}{
+	return []bomb{
 		{"gzip", func(w io.Writer) error {
 			for range members {
 				if _, err := w.Write(member); err != nil {
@@ -439,15 +438,28 @@ func TestHostileCompressionBombs(t *testing.T) {
 		}},
 		{"br", func(w io.Writer) error { _, err := w.Write(br); return err }},
 	}
+}
+
+func bombServer(t *testing.T, b bomb) string {
+	return newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", b.encoding)
+		w.Header().Set("Content-Type", "text/html")
+		b.write(w)
+	}).URL
+}
+
+// Compression bombs of a GiB each, streamed as they are made: a gzip one
+// (which Fetch asks for and decodes), and ones labelled deflate and br,
+// which it does not ask for. Whatever the fetcher does with an encoding,
+// the body kept is at most MaxBody and the heap grows by a few times it.
+// Not parallel: it measures the heap.
+func TestHostileCompressionBombs(t *testing.T) {
+	tests := bombs(t)
 	for _, tt := range tests {
 		t.Run(tt.encoding, func(t *testing.T) {
-			srv := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Encoding", tt.encoding)
-				w.Header().Set("Content-Type", "text/html")
-				tt.write(w)
-			})
+			url := bombServer(t, tt)
 			f := newTestFetcher(t, hostileOptions(hostileDeadline))
-			r, m := measure(func() *Response { return fetchWithin(t, f, srv.URL, hostileDeadline) })
+			r, m := measure(func() *Response { return fetchWithin(t, f, url, hostileDeadline) })
 			if r.Err != nil || r.Status != 200 {
 				t.Fatalf("status %d err %v, want 200 and no error", r.Status, r.Err)
 			}
@@ -464,6 +476,76 @@ func TestHostileCompressionBombs(t *testing.T) {
 			t.Logf("%s bomb: kept %d bytes (decoded %v, truncated %v)", tt.encoding, len(r.Body), decoded, r.Truncated)
 			checkBounded(t, m, hostileMaxBody, 3, 12)
 		})
+	}
+}
+
+// The crawl reads bodies as they stream (Request.Read): there the bombs
+// and an endless body are handed over decoded up to MaxBody and no
+// further, recorded for an archive or not, and the Response keeps only
+// their head. Not parallel: it measures the heap.
+func TestHostileStreamedBodies(t *testing.T) {
+	endless := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		chunk := bytes.Repeat([]byte("<p>endless</p>"), 4096)
+		for {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}).URL
+	type target struct {
+		name, url string
+		decoded   bool // the body reaches Read decoded, so MaxBody of it
+	}
+	targets := []target{{"endless body", endless, true}}
+	for _, b := range bombs(t) {
+		targets = append(targets, target{b.encoding + " bomb", bombServer(t, b), b.encoding == "gzip"})
+	}
+	for _, record := range []bool{false, true} {
+		for _, tg := range targets {
+			t.Run(fmt.Sprintf("%s, recorded %v", tg.name, record), func(t *testing.T) {
+				o := hostileOptions(hostileDeadline)
+				limit := int64(hostileMaxBody)
+				if record {
+					o.Record, o.RecordMax = true, 2*hostileMaxBody
+					limit += o.RecordMax
+				}
+				f := newTestFetcher(t, o)
+				var read int64
+				var nonZero bool
+				req := Request{URL: tg.url, Read: func(_ *Response, body io.Reader) {
+					buf := make([]byte, 32<<10)
+					for {
+						n, err := body.Read(buf)
+						read += int64(n)
+						nonZero = nonZero || bytes.ContainsFunc(buf[:n], func(c rune) bool { return c != 0 })
+						if err != nil {
+							return
+						}
+					}
+				}}
+				start := time.Now()
+				r, m := measure(func() *Response { return f.Fetch(context.Background(), req) })
+				defer r.Release()
+				if d := time.Since(start); d > hostileDeadline {
+					t.Fatalf("fetch took %v", d)
+				}
+				if r.Err != nil || r.Status != 200 || !r.Streamed() {
+					t.Fatalf("status %d streamed %v err %v, want 200, streamed, no error", r.Status, r.Streamed(), r.Err)
+				}
+				if read > hostileMaxBody || len(r.Body) > HeadSize {
+					t.Fatalf("Read was handed %d bytes and the Response keeps %d: want at most MaxBody %d and HeadSize %d",
+						read, len(r.Body), hostileMaxBody, HeadSize)
+				}
+				if tg.decoded && (read != hostileMaxBody || !r.Truncated) {
+					t.Errorf("Read was handed %d bytes, truncated %v; want MaxBody, truncated", read, r.Truncated)
+				}
+				if tg.name == "gzip bomb" && nonZero {
+					t.Error("the gzip bomb reached Read undecoded")
+				}
+				checkBounded(t, m, limit, 1, 2)
+			})
+		}
 	}
 }
 
