@@ -168,12 +168,13 @@ func (v *verifier) run() {
 	v.readCases()
 	v.readRobots()
 	v.readCaptures()
+	v.readHostPages()
 	v.checkArchive()
 }
 
 // optionalBuckets came later in schema 3: a file opened only read-only
 // since may lack them, and reads them as empty.
-var optionalBuckets = [][]byte{bucketRefresh, bucketCaptures}
+var optionalBuckets = [][]byte{bucketRefresh, bucketCaptures, bucketHostPages}
 
 func (v *verifier) checkBuckets() bool {
 	ok := true
@@ -675,6 +676,14 @@ func (v *verifier) readRobots() {
 	v.each(bucketRobots, func(bk *bolt.Bucket, k, val []byte) {
 		if _, err := decodeRobots(string(k), val); err != nil {
 			v.addf("%v", err)
+		}
+	})
+}
+
+func (v *verifier) readHostPages() {
+	v.each(bucketHostPages, func(bk *bolt.Bucket, k, val []byte) {
+		if _, n := binary.Uvarint(val); n <= 0 || n != len(val) {
+			v.addf("page count of host %q: malformed record %x", k, val)
 		}
 	})
 }

@@ -203,6 +203,9 @@ func TestVerifyNamesEachProblem(t *testing.T) {
 			_, err := tx.Bucket(bucketRefresh).CreateBucket([]byte("z.com"))
 			return err
 		}, VerifyOptions{}, []string{`the refresh lane of "z.com" is empty`}},
+		{"malformed host page count", func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketHostPages).Put([]byte("a.com"), []byte{0x80})
+		}, VerifyOptions{}, []string{`page count of host "a.com": malformed record 80`}},
 		{"unknown bucket", func(tx *bolt.Tx) error {
 			_, err := tx.CreateBucket([]byte("extra"))
 			return err
