@@ -79,11 +79,17 @@ func TestResumeKeepsTheCrawlsSettings(t *testing.T) {
 // --max-pages-per-host is a setting of the crawl: a resume with no flags
 // keeps it and counts the host's pages from the file, so the host gets the
 // cap over both runs; the URLs it held back are exported as host-page-cap.
+// A resume that finds the host at its cap fetches nothing and fails
+// nothing: the URLs the cap holds back are the crawl's choice, like those
+// robots.txt refuses, and the run ends well.
 func TestMaxPagesPerHostIsKeptOnResume(t *testing.T) {
 	site := startSite(t, 1, 12)
 	db := tempDB(t)
-	mustRun(t, exitWorkLeft, crawlArgs(db, "--max-pages-per-host", "5", "--max-pages", "2", "--workers", "1", site.Roots()[0])...)
-	mustRun(t, exitOK, "crawl", "--db", db, "--log-format", "text", "--log-level", "warn")
+	mustRun(t, exitWorkLeft, crawlArgs(db, "--max-pages-per-host", "5", "--max-pages", "5", "--workers", "1", site.Roots()[0])...)
+	r := mustRun(t, exitOK, "crawl", "--db", db, "--log-format", "text", "--log-level", "warn")
+	if !strings.Contains(r.stdout, "this run 0 fetched, 0 failed") {
+		t.Errorf("the resume's summary: %s, want 0 fetched, 0 failed", r.stdout)
+	}
 
 	if got := requested(site.Hosts()[0]); len(got) != 5 {
 		t.Errorf("requests %v over both runs, want the cap, 5", got)

@@ -188,9 +188,11 @@ func (e *Engine) settle(x *exchange, d disposition) {
 // any seed worked at all.
 func (e *Engine) countResult(it storage.Item, r *storage.Result) {
 	switch {
-	case r.ErrorClass == classRobots || r.ErrorClass == classOutOfScope || e.missingSitemap(it, r):
-		// Not fetched by the crawl's own choice, or a sitemap the host does
-		// not have (sitemaps.go): neither a page nor a failure.
+	case r.ErrorClass == classRobots || r.ErrorClass == classOutOfScope || r.ErrorClass == classHostPageCap ||
+		e.missingSitemap(it, r):
+		// Not fetched by the crawl's own choice (robots.txt, the scope, the
+		// host's page cap), or a sitemap the host does not have
+		// (sitemaps.go): neither a page nor a failure.
 		e.skipped.Add(1)
 		return
 	case r.Failed():
