@@ -54,8 +54,8 @@ type Engine struct {
 	// fetched and failed count the results this run's leases stored.
 	fetched, failed atomic.Int64
 	// skipped counts the results of URLs the crawl chose not to fetch
-	// (robots.txt, a narrowed scope) and of missing sitemaps: they are
-	// neither.
+	// (robots.txt, a narrowed scope, a host's page cap) and of missing
+	// sitemaps: they are neither.
 	skipped  atomic.Int64
 	runStart time.Time // when New made the engine (Run follows at once), for Progress
 }
@@ -66,7 +66,8 @@ type Summary struct {
 	Counts    storage.Counts // the whole crawl's, at the end
 	// Fetched and Failed are this run's: results stored as pages (a 304
 	// refresh too) and as failures (a host given up on included); URLs
-	// robots.txt or a narrowed scope kept out are neither.
+	// robots.txt, a narrowed scope or a host's page cap kept out are
+	// neither.
 	Fetched, Failed int64
 	// SeedsFetched and SeedsFailed count this run's seeds (and the pages
 	// they redirect to) fetched with a 2xx, and failed; both zero for a run
