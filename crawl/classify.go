@@ -82,6 +82,12 @@ func classifyError(err error) Verdict {
 		return Verdict{Class: breaker.Permanent,
 			Detail: fmt.Sprintf("blocked: %s (%s)", blocked.Reason, blocked.Addr)}
 	}
+	if strings.Contains(err.Error(), "server response headers exceeded") {
+		// net/http refuses a header block over the fetcher's cap; it has no
+		// error type to match. The same server will send the same headers:
+		// retrying wastes three requests and blames nothing transient.
+		return Verdict{Class: breaker.Permanent, Detail: "headers too large: " + err.Error()}
+	}
 	kind := transientKind(err)
 	if isCertificateError(err) {
 		kind = "tls certificate"

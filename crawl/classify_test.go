@@ -347,3 +347,11 @@ func TestRefusedOrCancelledRequestIsCutShort(t *testing.T) {
 		}
 	}
 }
+
+// A header block over the fetcher's cap is the server's doing, every time.
+func TestClassifyOversizedHeaders(t *testing.T) {
+	err := fmt.Errorf(`Get "http://127.0.0.1:1/": %w`, errors.New("net/http: server response headers exceeded 262144 bytes; aborted"))
+	if v := Classify(&fetch.Response{Err: err}, "breakwater"); v.Class != breaker.Permanent || !strings.HasPrefix(v.Detail, "headers too large") {
+		t.Errorf("Classify = %+v, want permanent, headers too large", v)
+	}
+}
