@@ -182,10 +182,10 @@ func TestUsage(t *testing.T) {
 
 func TestCrawlHelpListsEveryFlagWithDefault(t *testing.T) {
 	r := mustRun(t, exitOK, "crawl", "--help")
-	flags := []string{"db", "seeds", "workers", "host-concurrency", "delay", "scope", "max-depth", "max-pages",
+	flags := []string{"db", "seeds", "workers", "host-concurrency", "delay", "scope", "max-depth", "max-pages", "max-pages-per-host",
 		"include", "exclude", "user-agent", "timeout", "connect-timeout", "max-body", "allow-private",
 		"max-duration", "breaker", "breaker-threshold", "breaker-rest", "breaker-probes", "breaker-rest-max",
-		"give-up-after", "retry-failed", "retries", "retry-base", "retry-max", "retry-budget",
+		"give-up-after", "retry-failed", "retries", "retry-base", "retry-max", "retry-budget", "local-fault-hosts", "local-fault-share", "local-fault-window",
 		"log-format", "log-level"}
 	for _, f := range flags {
 		if flagLine(r.stdout, f) == "" {
