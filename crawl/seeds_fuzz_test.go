@@ -14,13 +14,14 @@ import (
 )
 
 // FuzzForEachSeed reads arbitrary seed files. Every URL handed to fn is
-// one the frontier takes and net/http can request, read again by
-// NormalizeSeed it stays the same, and it is the NormalizeSeed reading of
-// its line; or the reading fails with "NAME line N: ...", where line N is
-// the first seed line NormalizeSeed refuses, "..." is why, and fn has had
-// every seed before it. Blank and comment lines are skipped, so a comment line put
-// in front changes nothing but the line number, and an error from fn
-// stops the reading and is returned as it is.
+// one the frontier takes and net/http can request, stays the same when
+// NormalizeSeed reads it again, and is the NormalizeSeed reading of its
+// line; or the reading fails with "NAME line N: why", where line N is the
+// first seed line NormalizeSeed refuses, why is its reason, and fn has had
+// every seed before it. A line naming a scheme is never read as a host.
+// Blank and comment lines are skipped, so a comment line put in front
+// changes nothing but the line numbers, and an error from fn stops the
+// reading and is returned as it is.
 func FuzzForEachSeed(f *testing.F) {
 	lineErr := regexp.MustCompile(`^seeds\.txt line ([0-9]+): `)
 	f.Fuzz(func(t *testing.T, in string) {
@@ -105,8 +106,8 @@ type seedLine struct {
 }
 
 // seedLines are the seed lines of a file, as ForEachSeed's documentation
-// describes them: a byte order mark dropped, trimmed, "#" starts a comment line, and " #" a comment
-// at the end of one.
+// describes them: a byte order mark dropped, trimmed, "#" starting a
+// comment line and " #" a comment at the end of one.
 func seedLines(in string) []seedLine {
 	lines := strings.Split(in, "\n")
 	if lines[len(lines)-1] == "" {
