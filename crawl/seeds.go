@@ -16,7 +16,8 @@ import (
 // ForEachSeed reads one seed a line from r, as a stream: fn gets each
 // seed's URL in turn (as NormalizeSeed reads it), and an error from fn
 // stops the reading and is returned. Blank lines and lines starting with #
-// are skipped, and a trailing " # comment" is allowed. A bad line fails the
+// are skipped, a trailing " # comment" is allowed, and so is a byte order
+// mark at the start. A bad line fails the
 // whole file with an error naming the file, the line and what is wrong. Seeds read as
 // http:// for want of a scheme are logged to log, if not nil: the first
 // few one by one, then how many in all.
@@ -26,7 +27,11 @@ func ForEachSeed(r io.Reader, name string, log *slog.Logger, fn func(url string)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
+		line := sc.Text()
+		if n == 1 {
+			line = strings.TrimPrefix(line, "\uFEFF") // a byte order mark from Windows tools
+		}
+		line = strings.TrimSpace(line)
 		if i := strings.Index(line, " #"); i >= 0 {
 			line = strings.TrimSpace(line[:i])
 		}
@@ -73,6 +78,11 @@ func NormalizeSeed(raw string) (url string, schemeless bool, err error) {
 			return "", false, fmt.Errorf("seed %q: the scheme %q is not http or https", s, scheme)
 		}
 	} else {
+		if before, _, ok := strings.Cut(s, "://"); ok && !strings.ContainsAny(before, "/?#") {
+			// "1http://x", or a scheme after an invisible character: not
+			// a host to read as http://.
+			return "", false, fmt.Errorf("seed %q: %q is not a URL scheme", s, before)
+		}
 		s, schemeless = "http://"+strings.TrimPrefix(s, "//"), true
 	}
 	if _, err := frontier.NewItem(s, 0, 0); err != nil {

@@ -1,6 +1,11 @@
 package frontier
 
-import "breakwater/storage"
+import (
+	"fmt"
+	neturl "net/url"
+
+	"breakwater/storage"
+)
 
 // Link is a URL ready for the frontier, parsed once: the URL as written
 // (what gets fetched), its host key and the hash of its canonical form.
@@ -11,10 +16,18 @@ type Link struct {
 }
 
 // ParseLink parses an absolute http(s) URL (a seed, a redirect target).
+// The URL is fetched as written, so one that net/http cannot request (a
+// stray "%", a control byte, surrounding spaces) is refused here rather
+// than failing every fetch, as a transient fault of its host.
 func ParseLink(rawURL string) (Link, error) {
 	canonical, host, err := canonicalWithHost(rawURL)
 	if err != nil {
 		return Link{}, err
+	}
+	if u, err := neturl.Parse(rawURL); err != nil {
+		return Link{}, fmt.Errorf("parse link %q: not requestable: %w", shorten(rawURL), err)
+	} else if u.Host == "" {
+		return Link{}, fmt.Errorf("parse link %q: not requestable: net/http would find no host in it", shorten(rawURL))
 	}
 	return Link{URL: rawURL, Host: host, Hash: storage.HashOf(canonical)}, nil
 }
