@@ -53,6 +53,10 @@ type Options struct {
 	LockTimeout time.Duration
 	// ReadOnly opens without creating or migrating anything.
 	ReadOnly bool
+	// MaxSize, if positive, is the size in bytes the file may not grow
+	// past: a commit that would grow it further fails, as on a full disk
+	// (bbolt's Options.MaxSize). Tests use it to fill a disk anywhere.
+	MaxSize int
 }
 
 // DB is an open Breakwater database file.
@@ -83,7 +87,7 @@ func Open(path string, opts *Options) (*DB, error) {
 	// open would read every page and map the whole file into memory. The
 	// hashmap freelist keeps allocation cheap as the file grows.
 	bdb, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: timeout, ReadOnly: opts.ReadOnly,
-		FreelistType: bolt.FreelistMapType})
+		FreelistType: bolt.FreelistMapType, MaxSize: opts.MaxSize})
 	if err != nil {
 		switch {
 		case errors.Is(err, bolterrors.ErrTimeout):
