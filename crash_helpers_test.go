@@ -258,8 +258,17 @@ type proc struct {
 
 func startProc(t testing.TB, bin string, args ...string) *proc {
 	t.Helper()
+	return startProcAs(t, nil, bin, args...)
+}
+
+// startProcAs starts the crawl as the user cred names (nil: this one).
+func startProcAs(t testing.TB, cred *syscall.Credential, bin string, args ...string) *proc {
+	t.Helper()
 	p := &proc{cmd: exec.Command(bin, args...), exited: make(chan error, 1)}
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if cred != nil {
+		p.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -498,7 +507,9 @@ func verifyClean(t testing.TB, db, warcDir string) *warc.Report {
 	if warcDir == "" {
 		return nil
 	}
+	checkMu.Lock()
 	rep, err := warc.Check(warcDir)
+	checkMu.Unlock()
 	if err != nil {
 		t.Fatalf("verify %s: %v", warcDir, err)
 	}
@@ -520,6 +531,11 @@ func verifyClean(t testing.TB, db, warcDir string) *warc.Report {
 	}
 	return rep
 }
+
+// checkMu serializes warc.Check for the disk tests, which run in
+// parallel: gowarc's reader sets a global of package uuid
+// (uuid.EnableRandPool) each time one is made, and two at once race.
+var checkMu sync.Mutex
 
 // archived reports whether r's answer is in the archive: the URL got an
 // answer, and not one of its host's robots.txt (a URL that fails because

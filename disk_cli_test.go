@@ -161,6 +161,7 @@ func resumeClean(t *testing.T, bin string, args []string, db, warcDir string, si
 // stops naming the database file, and the file and archive agree on
 // what is done. With the space back, the same command completes.
 func TestDiskFullDatabase(t *testing.T) {
+	t.Parallel() // each has its own disk and site
 	disk := mountTmpfs(t, "4m")
 	bin := buildBinary(t)
 	site := startCrashSite(t, 4, 40, 1, 30, 3)
@@ -180,6 +181,7 @@ func TestDiskFullDatabase(t *testing.T) {
 // the crawl stops naming the WARC file, and the unfinished file is cut
 // back to what the database has done.
 func TestDiskFullWARC(t *testing.T) {
+	t.Parallel() // each has its own disk and site
 	disk := mountTmpfs(t, "4m")
 	bin := buildBinary(t)
 	site := startCrashSite(t, 4, 40, 1, 60, 4)
@@ -200,15 +202,16 @@ func TestDiskFullWARC(t *testing.T) {
 // 1 naming the file and "read-only file system", and changes nothing.
 // Made writable again, the same command completes.
 func TestReadOnlyDisk(t *testing.T) {
+	t.Parallel() // each has its own disk and site
 	disk := mountTmpfs(t, "64m")
 	bin := buildBinary(t)
-	site := startCrashSite(t, 4, 40, 1, 30, 5)
+	site := startCrashSite(t, 2, 20, 1, 10, 5)
 	db, warcDir := filepath.Join(disk, "db", "crawl.db"), filepath.Join(disk, "warc")
 	if err := os.Mkdir(filepath.Dir(db), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	args := crashArgs(db, site, "--warc", warcDir, "--warc-size", "1048576")
-	p := startProc(t, bin, append(slicesClone(args), "--max-pages", "40")...)
+	p := startProc(t, bin, append(slicesClone(args), "--max-pages", "20")...)
 	if o := p.wait(t, 30*time.Second); o.code != exitWorkLeft {
 		t.Fatalf("first run: %+v, want exit %d\n%s", o, exitWorkLeft, p.output())
 	}
@@ -233,12 +236,13 @@ func TestReadOnlyDisk(t *testing.T) {
 // database, starts fetching and stops at its first record, naming the
 // WARC file it could not create.
 func TestReadOnlyWARCDirectory(t *testing.T) {
+	t.Parallel() // each has its own disk and site
 	disk := mountTmpfs(t, "64m")
 	bin := buildBinary(t)
-	site := startCrashSite(t, 4, 40, 1, 30, 6)
+	site := startCrashSite(t, 2, 20, 1, 10, 6)
 	db, warcDir := filepath.Join(t.TempDir(), "crawl.db"), filepath.Join(disk, "warc")
 	args := crashArgs(db, site, "--warc", warcDir, "--warc-size", "1048576")
-	p := startProc(t, bin, append(slicesClone(args), "--max-pages", "40")...)
+	p := startProc(t, bin, append(slicesClone(args), "--max-pages", "20")...)
 	if o := p.wait(t, 30*time.Second); o.code != exitWorkLeft {
 		t.Fatalf("first run: %+v, want exit %d\n%s", o, exitWorkLeft, p.output())
 	}
@@ -247,6 +251,74 @@ func TestReadOnlyWARCDirectory(t *testing.T) {
 	verifyClean(t, db, warcDir)
 	remount(t, disk, "rw")
 	resumeClean(t, bin, args, db, warcDir, site)
+}
+
+// TestWARCDirectoryMadeReadOnlyMidCrawl takes the write permission of
+// the WARC directory away while the crawl writes its first file: the file
+// fills up and cannot take its final name, and the crawl stops naming it
+// rather than begin another (which would leave it unfinished for good:
+// the next run finishes only the file the database names). With the
+// permission back, the same command finishes it and the crawl. Root
+// ignores permissions, so as root the crawl runs as nobody.
+func TestWARCDirectoryMadeReadOnlyMidCrawl(t *testing.T) {
+	t.Parallel() // each has its own disk and site
+	bin := buildBinary(t)
+	var cred *syscall.Credential
+	dir, err := os.MkdirTemp("", "breakwater-chmod-") // not under t.TempDir(): nobody must reach it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if os.Geteuid() == 0 {
+		const nobody = 65534
+		cred = &syscall.Credential{Uid: nobody, Gid: nobody}
+		data, err := os.ReadFile(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin = filepath.Join(dir, "breakwater")
+		if err := os.WriteFile(bin, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(dir, nobody, nobody); err != nil {
+			t.Skipf("cannot hand %s to nobody: %v", dir, err)
+		}
+	}
+	site := startCrashSite(t, 2, 20, 1, 40, 8)
+	db, warcDir := filepath.Join(dir, "crawl.db"), filepath.Join(dir, "warc")
+	args := crashArgs(db, site, "--warc", warcDir, "--warc-size", "1048576")
+	p := startProcAs(t, cred, bin, args...)
+	waitFor(t, 20*time.Second, "the first WARC file", func() bool { return openWARC(warcDir) != "" })
+	open := filepath.Join(warcDir, openWARC(warcDir))
+	if err := os.Chmod(warcDir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	o := p.wait(t, 60*time.Second)
+	if err := os.Chmod(warcDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	last := lastWord(p.stderr.String())
+	if o.code != exitError || !strings.Contains(last, strings.TrimSuffix(open, ".open")) || !strings.Contains(last, "permission denied") {
+		t.Fatalf("crawl with its WARC directory read-only: %+v, want exit %d naming %s and the cause\n%s",
+			o, exitError, open, p.output())
+	}
+	t.Logf("exit %d: %s", o.code, last)
+	if names := dirNames(warcDir); len(names) != 1 || names[0] != filepath.Base(open) {
+		t.Errorf("WARC directory after the stop: %v, want only %s, left for the next run", names, filepath.Base(open))
+	}
+	verifyClean(t, db, "")
+	p = startProcAs(t, cred, bin, args...)
+	if o := p.wait(t, 60*time.Second); !finished(o, p) {
+		t.Fatalf("resume with the permission back: %+v\n%s", o, p.output())
+	}
+	rep := verifyClean(t, db, warcDir)
+	want := map[string]int{}
+	for u, r := range checkSiteDone(t, db, site) {
+		if archived(r) {
+			want[u] = 1
+		}
+	}
+	archivedOnce(t, rep, want)
 }
 
 func slicesClone(s []string) []string { return append([]string(nil), s...) }
