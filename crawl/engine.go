@@ -220,8 +220,16 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	e.fetchCtx = fetchCtx
 	e.guard.start(fetchCtx)
 	go func() {
-		<-stopCtx.Done()
-		time.AfterFunc(e.opts.StopGrace, cancelFetches)
+		select {
+		case <-stopCtx.Done():
+			time.AfterFunc(e.opts.StopGrace, cancelFetches)
+		case <-e.front.Failed():
+			// Nothing more can be stored (a full or read-only disk): a
+			// fetch under way is wasted, and waiting --timeout for it
+			// would only delay the exit that reports the failure.
+			stop()
+			cancelFetches()
+		}
 	}()
 
 	exhausted := e.runWorkers(stopCtx)

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,11 +23,12 @@ type writer struct {
 	done chan struct{}
 
 	mu      sync.Mutex
-	room    *sync.Cond // signalled when queued weight drops
-	pending int        // submitted, not yet committed
-	queued  int        // weight (operations) submitted, not yet committed
-	nextDue time.Time  // earliest deferred due time; zero when none
-	err     error      // first commit failure: the frontier stops
+	room    *sync.Cond    // signalled when queued weight drops
+	pending int           // submitted, not yet committed
+	queued  int           // weight (operations) submitted, not yet committed
+	nextDue time.Time     // earliest deferred due time; zero when none
+	err     error         // first commit failure: the frontier stops
+	failed  chan struct{} // closed with err set
 	closing bool
 }
 
@@ -42,11 +44,12 @@ const maxQueued = 1 << 15
 
 func newWriter(f *Frontier) *writer {
 	w := &writer{
-		f:    f,
-		reqs: make(chan request, 8192),
-		load: make(chan struct{}, 1),
-		quit: make(chan struct{}),
-		done: make(chan struct{}),
+		f:      f,
+		reqs:   make(chan request, 8192),
+		load:   make(chan struct{}, 1),
+		quit:   make(chan struct{}),
+		done:   make(chan struct{}),
+		failed: make(chan struct{}),
 	}
 	w.room = sync.NewCond(&w.mu)
 	return w
@@ -96,6 +99,8 @@ func (w *writer) fail(err error) {
 	w.mu.Lock()
 	if w.err == nil {
 		w.err = err
+		close(w.failed)
+		w.room.Broadcast() // producers waiting for room get the error instead
 	}
 	w.mu.Unlock()
 }
@@ -209,27 +214,21 @@ func (w *writer) untilDue() time.Duration {
 }
 
 func (w *writer) commit(b *storage.Batch, t taken) {
-	now := w.f.opts.Now()
-	w.mu.Lock()
-	due := w.nextDue
-	w.mu.Unlock()
-	if !due.IsZero() && !due.After(now) {
-		b.Promote(now, w.f.opts.PromoteBatch)
-	}
 	var committed *storage.Committed
-	var err error
-	if a := w.f.opts.Archive; a != nil && len(b.Attached()) > 0 {
-		err = a.BeforeCommit(b)
-	}
-	if err == nil && b.Len() > 0 {
-		committed, err = w.f.db.Commit(b)
-		if err == nil && w.f.opts.Archive != nil {
-			w.f.opts.Archive.AfterCommit()
+	// After a failed write nothing more is committed: a later batch may
+	// fit where the failed one did not (free pages in the file, a record
+	// shorter than the one the disk refused), and committing it would make
+	// the file and the archive disagree: the archive would account for
+	// the failed batch's records, of pages the database never marked done.
+	// The failed batch and those after it are dropped whole (a page's
+	// result with the links it found), so their pages are simply still
+	// queued for the next run.
+	if err := w.failure(); err == nil {
+		committed, err = w.write(b)
+		if err != nil {
+			w.f.opts.Logger.Error("frontier commit failed; stopping", "ops", b.Len(), "err", err)
+			w.fail(fmt.Errorf("frontier: %w", err))
 		}
-	}
-	if err != nil {
-		w.f.opts.Logger.Error("frontier commit failed; stopping", "ops", b.Len(), "err", err)
-		w.fail(fmt.Errorf("frontier: %w", err))
 	}
 	w.f.committed(committed)
 	w.mu.Lock()
@@ -243,6 +242,39 @@ func (w *writer) commit(b *storage.Batch, t taken) {
 	w.f.mu.Lock()
 	w.f.broadcastLocked()
 	w.f.mu.Unlock()
+}
+
+// write hands b to the archive, commits it and tells the archive.
+func (w *writer) write(b *storage.Batch) (*storage.Committed, error) {
+	now := w.f.opts.Now()
+	w.mu.Lock()
+	due := w.nextDue
+	w.mu.Unlock()
+	if !due.IsZero() && !due.After(now) {
+		b.Promote(now, w.f.opts.PromoteBatch)
+	}
+	a := w.f.opts.Archive
+	if a != nil && len(b.Attached()) > 0 {
+		if err := a.BeforeCommit(b); err != nil {
+			return nil, err
+		}
+	}
+	if b.Len() == 0 {
+		return nil, nil
+	}
+	committed, err := w.f.db.Commit(b)
+	if err != nil {
+		// The user must learn which file could not be written; bbolt's
+		// own errors (a size limit, a failed mmap) do not say.
+		if path := w.f.db.Path(); !strings.Contains(err.Error(), path) {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+		return nil, err
+	}
+	if a != nil {
+		a.AfterCommit()
+	}
+	return committed, nil
 }
 
 func (w *writer) drain() {
@@ -302,18 +334,22 @@ func (f *Frontier) committed(c *storage.Committed) {
 }
 
 // Close commits every submitted operation and stops the writer. Leases still
-// out are simply left queued in the file.
+// out are simply left queued in the file. After a failed write it returns
+// that failure, as it is: the write, not the close, failed.
 func (f *Frontier) Close() error {
 	err := f.writer.close()
 	f.mu.Lock()
 	f.closed = true
 	f.broadcastLocked()
 	f.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("close frontier: %w", err)
-	}
-	return nil
+	return err
 }
+
+// Failed is closed when a write fails (the disk is full or read-only, the
+// archive cannot be written): from then on the frontier writes nothing,
+// and Next, every write and Close return the failure. The crawl stops at
+// once rather than fetch what it cannot store.
+func (f *Frontier) Failed() <-chan struct{} { return f.writer.failed }
 
 // Submit adds other writes (robots cache, breaker state, logs) to the next
 // group commit.

@@ -71,7 +71,7 @@ func openChecked(path string, info fs.FileInfo, timeout time.Duration, readOnly 
 	if err := inspect(path, info.Size()); err != nil {
 		return nil, err
 	}
-	bdb, err := openBolt(path, true, timeout)
+	bdb, err := openBolt(path, true, timeout, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +93,7 @@ func openChecked(path string, info fs.FileInfo, timeout time.Duration, readOnly 
 
 // openBolt opens path with bbolt, turning its errors into ones that say
 // what is wrong with the file.
-func openBolt(path string, readOnly bool, timeout time.Duration) (*bolt.DB, error) {
+func openBolt(path string, readOnly bool, timeout time.Duration, maxSize int) (*bolt.DB, error) {
 	var file *os.File
 	var bdb *bolt.DB
 	err := guard(func() error {
@@ -102,7 +102,7 @@ func openBolt(path string, readOnly bool, timeout time.Duration) (*bolt.DB, erro
 		// open would read every page and map the whole file into memory. The
 		// hashmap freelist keeps allocation cheap as the file grows.
 		bdb, err = bolt.Open(path, 0o644, &bolt.Options{Timeout: timeout, ReadOnly: readOnly,
-			FreelistType: bolt.FreelistMapType,
+			FreelistType: bolt.FreelistMapType, MaxSize: maxSize,
 			OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 				f, err := os.OpenFile(name, flag, perm)
 				file = f

@@ -56,6 +56,10 @@ type Options struct {
 	LockTimeout time.Duration
 	// ReadOnly opens without creating or migrating anything.
 	ReadOnly bool
+	// MaxSize, if positive, is the size in bytes the file may not grow
+	// past: a commit that would grow it further fails, as on a full disk
+	// (bbolt's Options.MaxSize). Tests use it to fill a disk anywhere.
+	MaxSize int
 }
 
 // DB is an open Breakwater database file.
@@ -99,7 +103,7 @@ func Open(path string, opts *Options) (*DB, error) {
 			return nil, err
 		}
 	}
-	bdb, err := openBolt(path, false, timeout)
+	bdb, err := openBolt(path, false, timeout, opts.MaxSize)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}

@@ -64,6 +64,14 @@ type Writer struct {
 	staged storage.ArchiveState // as the commit under way will have it
 	file   *os.File
 	size   int64 // bytes written to file
+	// err is the first failure to write the archive, or to have a commit
+	// account for what was written: from then on every BeforeCommit
+	// returns it, so nothing more is appended after bytes no commit will
+	// account for, and no new file is begun while the database still names
+	// one that could not be finished (Open finishes only the file the
+	// database names). unfinished is that file, for Close to try again.
+	err        error
+	unfinished string
 
 	mu     sync.Mutex
 	claims map[string]*claim // first captures encoded, not yet committed
@@ -242,8 +250,19 @@ func (w *Writer) BeforeCommit(b *storage.Batch) error {
 			e.Close()
 		}
 	}()
+	if w.err != nil {
+		return w.err
+	}
+	if w.staged.File != "" {
+		// Staged by a BeforeCommit whose commit failed: the file holds
+		// records of pages the database has not marked done.
+		w.err = fmt.Errorf("archive: %s holds records of a commit that failed",
+			filepath.Join(w.opts.Dir, w.staged.File+openSuffix))
+		return w.err
+	}
 	if w.file == nil {
 		if err := w.create(); err != nil {
+			w.err = err
 			return err
 		}
 	}
@@ -255,14 +274,17 @@ func (w *Writer) BeforeCommit(b *storage.Batch) error {
 		n, err := data.WriteTo(w.file)
 		w.size += n
 		if err != nil {
-			return fmt.Errorf("write to %s: %w", w.file.Name(), err)
+			// A PathError names the file and the cause already.
+			w.err = fmt.Errorf("archive: %w", err)
+			return w.err
 		}
 		if e.first != nil {
 			b.PutCapture(e.first.digest, e.first.capture)
 		}
 	}
 	if err := w.file.Sync(); err != nil {
-		return fmt.Errorf("flush %s: %w", w.file.Name(), err)
+		w.err = fmt.Errorf("archive: flush %s: %w", w.file.Name(), err)
+		return w.err
 	}
 	w.staged = w.state
 	w.staged.Committed = w.size
@@ -280,8 +302,12 @@ func (w *Writer) AfterCommit() {
 		w.state, w.staged = w.staged, storage.ArchiveState{}
 	}
 	if w.file != nil && w.state.Committed >= w.opts.MaxFileSize {
+		path := w.file.Name()
 		if err := w.finish(); err != nil {
-			w.opts.Logger.Error("archive: finish a full WARC file", "err", err)
+			// The file keeps its .open name, and the database names it:
+			// the next run finishes it, provided this one begins no other.
+			w.err, w.unfinished = fmt.Errorf("archive: finish a full WARC file: %w", err), path
+			w.opts.Logger.Error("archive: finish a full WARC file", "file", path, "err", err)
 		}
 	}
 }
@@ -303,15 +329,18 @@ func (w *Writer) create() error {
 	path := filepath.Join(w.opts.Dir, state.File+openSuffix)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
-		return fmt.Errorf("create WARC file: %w", err)
+		return fmt.Errorf("archive: create a WARC file: %w", err) // a PathError: the file and the cause
 	}
 	info, err := w.warcinfo(state.File, now)
 	if err == nil {
 		_, err = f.Write(info)
 	}
 	if err != nil {
+		// No commit accounts for the file yet: a full disk must not be
+		// left with half a record in a file only the next run would remove.
 		f.Close()
-		return fmt.Errorf("write the warcinfo record of %s: %w", path, err)
+		os.Remove(path)
+		return fmt.Errorf("archive: write the warcinfo record of %s: %w", path, err)
 	}
 	w.file, w.size = f, int64(len(info))
 	return nil
@@ -360,9 +389,22 @@ func (w *Writer) finish() error {
 	return w.finishAt(path, w.state.Committed, false)
 }
 
-// Close finishes the current file. It must follow the frontier's Close:
-// no commit may come after it.
-func (w *Writer) Close() error { return w.finish() }
+// Close finishes the current file, cut back to what the database
+// accounts for: after a failed write or commit, the records of pages not
+// marked done go. It must follow the frontier's Close: no commit may come
+// after it. A full file that could not be finished earlier is tried again;
+// if it still cannot be, Close says so, and the next run finishes it.
+func (w *Writer) Close() error {
+	if w.unfinished != "" {
+		err := w.finishAt(w.unfinished, w.state.Committed, false)
+		if err != nil {
+			return fmt.Errorf("finish a full WARC file: %w", err)
+		}
+		w.unfinished = ""
+		return nil
+	}
+	return w.finish()
+}
 
 // fileSafe keeps a host name usable in a file name.
 func fileSafe(s string) string {
