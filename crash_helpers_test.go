@@ -7,6 +7,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -410,6 +411,13 @@ func checkSiteDone(t testing.TB, db string, site *crashSite) map[string]*storage
 // found, nil without warcDir: reading an archive back is the slow part.
 func verifyClean(t testing.TB, db, warcDir string) *warc.Report {
 	t.Helper()
+	args := []string{"verify", "--db", db}
+	if warcDir != "" {
+		args = append(args, "--warc", warcDir)
+	}
+	if r := runCLI(t, context.Background(), args...); r.code != exitOK || !strings.HasSuffix(r.stdout, "ok\n") {
+		t.Errorf("breakwater %s: %s", strings.Join(args, " "), r)
+	}
 	b, err := bolt.Open(db, 0o644, &bolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
 		t.Fatalf("verify %s: %v", db, err)
