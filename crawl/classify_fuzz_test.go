@@ -40,13 +40,18 @@ var fuzzFetchErrors = []func(text string) error{
 	func(string) error { return &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}} },
 	func(string) error { return context.Canceled },
 	func(text string) error { return errors.New(text) },
+	func(string) error {
+		return fmt.Errorf("get: %w", errors.New("net/http: server response headers exceeded 1048576 bytes; aborted"))
+	},
 	nil, // no response: Classify(nil)
 }
 
 // FuzzClassify classifies responses the fuzzer makes up: any status,
 // headers, body and product token, and any of the failures a fetch ends
 // in. The class is always one of the five. A failure is Transient, or
-// Permanent when our own address policy refused the dial. Without one,
+// Permanent when our own address policy refused the dial or the headers
+// were over the fetcher's cap (net/http's "server response headers
+// exceeded", which the same server would send again). Without one,
 // 2xx and 3xx are OK, 429 Throttled, other 4xx Permanent and anything else
 // Transient, except that a 401 or 403 naming the product token in its body
 // or a header, ASCII case folded, is Refused. The excerpt is valid UTF-8 of
@@ -86,7 +91,7 @@ func FuzzClassify(f *testing.F) {
 		}
 		if r.Err != nil {
 			want := breaker.Transient
-			if fetch.IsBlocked(r.Err) {
+			if fetch.IsBlocked(r.Err) || strings.Contains(r.Err.Error(), "server response headers exceeded") {
 				want = breaker.Permanent
 			} else if !strings.Contains(v.Detail, r.Err.Error()) {
 				t.Fatalf("Detail %q does not carry the error %q", v.Detail, r.Err)
