@@ -19,10 +19,11 @@ const (
 	SectionDead     = "dead"
 	SectionFrontier = "frontier"
 	SectionMemory   = "memory"
+	SectionHosts    = "hosts"
 )
 
 // AllSections lists every section in run order.
-var AllSections = []string{SectionCeiling, SectionCrawl, SectionRecrawl, SectionDead, SectionFrontier, SectionMemory}
+var AllSections = []string{SectionCeiling, SectionCrawl, SectionRecrawl, SectionDead, SectionFrontier, SectionMemory, SectionHosts}
 
 // ParseSections turns "ceiling,crawl" into a set, rejecting unknown names.
 // An empty string selects every section.
@@ -100,6 +101,16 @@ type Config struct {
 	// ChildCap is how long a child may run before it is taken for stuck and
 	// made to dump its goroutines: 5m.
 	ChildCap time.Duration
+	// Hosts (issue 16), in child processes like the memory section.
+	ManyHosts     Size          // virtual hosts, every URL a seed: 100,000 x 2 with HostsFull, else 10,000 x 2
+	FailingHosts  Size          // hosts refusing connections x URLs each: 50,000 x 3 with HostsFull, else 5,000 x 3
+	FailingGiveUp time.Duration // --give-up-after of the failing crawl: 2m with HostsFull, else 30s
+	HostsCap      time.Duration // how long one of its children may run: 20m
+
+	// HeapProfileDir, if set, is where each child writes a heap profile
+	// taken near its peak, as NAME.heap.
+	HeapProfileDir string
+
 	// Child returns the command that runs Child in a new process with args.
 	// Nil skips the memory section.
 	Child func(ctx context.Context, args []string) *exec.Cmd
@@ -127,7 +138,15 @@ func DefaultConfig() Config {
 		FrontierURLs:  1_000_000, FrontierHosts: 1000, FrontierPasses: 3,
 		QueuedSite: Size{1000, 1000}, QueuedPages: 20_000, SeedsCap: 2 * time.Minute,
 		GrowthSite: Size{1000, 100}, ChildCap: 5 * time.Minute,
+		ManyHosts: Size{10_000, 2}, FailingHosts: Size{5_000, 3}, FailingGiveUp: 30 * time.Second,
+		HostsCap: 20 * time.Minute,
 	}
+}
+
+// HostsFull sets the hosts section to the sizes issue 16 sets its targets
+// at. They take several minutes, too long for every full run.
+func (c *Config) HostsFull() {
+	c.ManyHosts, c.FailingHosts, c.FailingGiveUp = Size{100_000, 2}, Size{50_000, 3}, 2*time.Minute
 }
 
 // QuickConfig is a small configuration for smoke tests: the same sections
@@ -144,6 +163,7 @@ func QuickConfig() Config {
 	c.FrontierURLs, c.FrontierHosts = 50_000, 100
 	c.QueuedSite, c.QueuedPages, c.SeedsCap = Size{100, 500}, 2000, 20*time.Second
 	c.GrowthSite, c.ChildCap = Size{100, 50}, time.Minute
+	c.ManyHosts, c.FailingHosts, c.FailingGiveUp = Size{500, 2}, Size{300, 3}, 5*time.Second
 	return c
 }
 

@@ -1,0 +1,97 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"breakwater/demosite"
+)
+
+// HostsResult is the hosts section: peak RSS of crawls whose memory must
+// follow the hosts being crawled, not every host ever seen (issue 16).
+type HostsResult struct {
+	// ManySite is crawled to the end with every URL given as a seed, so all
+	// its hosts have URLs queued from the start. Its hosts are virtual
+	// (demosite.VirtualHosts), reached through a SOCKS5 front.
+	ManySite Size       `json:"many_site"`
+	Many     *MemoryRun `json:"many,omitempty"`
+	// ManyServed is the page and robots.txt requests the site answered.
+	ManyServed int64 `json:"many_served"`
+	// FailingSite is hosts x URLs a host, every host refusing connections
+	// (a loopback address nothing listens on), crawled until each is given
+	// up on after FailingGiveUp.
+	FailingSite   Size          `json:"failing_site"`
+	FailingGiveUp time.Duration `json:"failing_give_up_ns"`
+	Failing       *MemoryRun    `json:"failing,omitempty"`
+}
+
+// failingHost is the address of failing host i: 127.1.0.0/16 and up, no
+// octet 0 or 255, port 80, where nothing listens.
+func failingHost(i int) string {
+	return fmt.Sprintf("127.%d.%d.%d", 1+i/62500, (i/250)%250+1, i%250+1)
+}
+
+// hostsSection runs the two child crawls of the hosts section.
+func (r *runner) hostsSection(ctx context.Context) error {
+	cfg := r.cfg
+	res := &HostsResult{ManySite: cfg.ManyHosts, FailingSite: cfg.FailingHosts, FailingGiveUp: cfg.FailingGiveUp}
+	r.report.Hosts = res
+	site, err := demosite.StartVirtual(cfg.ManyHosts.Hosts, cfg.ManyHosts.Pages)
+	if err != nil {
+		return fmt.Errorf("hosts: %w", err)
+	}
+	defer site.Close()
+	seeds := filepath.Join(r.dir, "many-hosts.txt")
+	if err := writeLines(seeds, site.URLs()); err != nil {
+		return fmt.Errorf("hosts: %w", err)
+	}
+	cfg.logf("hosts: crawl of %s, every URL a seed, to the end", cfg.ManyHosts)
+	args := []string{"--db", filepath.Join(r.dir, "many-hosts.db"), "--seeds", seeds, "--proxy", site.Proxy(),
+		"--workers", strconv.Itoa(cfg.Workers), "--host-concurrency", strconv.Itoa(cfg.HostConcurrency)}
+	if res.Many, err = r.runChild(ctx, childRun{name: "many-hosts", args: args, limit: cfg.HostsCap}); err != nil {
+		return err
+	}
+	res.ManyServed = site.PageRequests() + site.RobotsRequests()
+
+	var urls []string
+	for i := range cfg.FailingHosts.Hosts {
+		for p := range cfg.FailingHosts.Pages {
+			urls = append(urls, "http://"+failingHost(i)+"/p/"+strconv.Itoa(p))
+		}
+	}
+	seeds = filepath.Join(r.dir, "failing-hosts.txt")
+	if err := writeLines(seeds, urls); err != nil {
+		return fmt.Errorf("hosts: %w", err)
+	}
+	cfg.logf("hosts: crawl of %s refusing connections, each given up after %s", cfg.FailingHosts, cfg.FailingGiveUp)
+	// Default politeness (--delay 1s) and breaker: a refused connection is
+	// a transient failure, retried, until the host's circuit opens.
+	args = []string{"--db", filepath.Join(r.dir, "failing-hosts.db"), "--seeds", seeds, "--workers", "32",
+		"--host-concurrency", "1", "--delay", "1s", "--give-up-after", cfg.FailingGiveUp.String()}
+	res.Failing, err = r.runChild(ctx, childRun{name: "failing-hosts", args: args, limit: cfg.HostsCap})
+	return err
+}
+
+func (r *Report) hostsRows() []Row {
+	h := r.Hosts
+	if h == nil {
+		return nil
+	}
+	var rows []Row
+	add := func(fig, val, target, v string) { rows = append(rows, Row{"hosts", fig, val, target, v}) }
+	target := "< " + mb(TargetPeakBytes)
+	if run := h.Many; run != nil {
+		add(fmt.Sprintf("peak RSS, crawl of %d hosts with queued URLs (%s, %d fetched, %d requests served, %s)",
+			h.ManySite.Hosts, h.ManySite, run.Child.Fetched, h.ManyServed, secs(run.Wall)),
+			peakValue(run), target, verdict(kib(run.PeakKB) < TargetPeakBytes))
+	}
+	if run := h.Failing; run != nil {
+		add(fmt.Sprintf("peak RSS, crawl of %d failing hosts (%d URLs each, %d failed, given up after %s, %s)",
+			h.FailingSite.Hosts, h.FailingSite.Pages, run.Child.Failed, secs(h.FailingGiveUp), secs(run.Wall)),
+			peakValue(run), target, verdict(kib(run.PeakKB) < TargetPeakBytes))
+	}
+	return rows
+}
