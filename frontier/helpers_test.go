@@ -204,7 +204,7 @@ func poll(f *Frontier) (*Lease, error) {
 		}
 		f.mu.Lock()
 		// A host activated by this call may have been loaded already.
-		progress := f.dormant.Len() < dormant || f.loading > 0
+		progress := f.dormant.Len() != dormant || f.loading > 0 || f.scanWanted
 		f.mu.Unlock()
 		if !progress || !waitLoads(f) {
 			return l, err
@@ -212,13 +212,13 @@ func poll(f *Frontier) (*Lease, error) {
 	}
 }
 
-// waitLoads waits until the writer has served every pending load; it
+// waitLoads waits until the writer has served every pending load and scan; it
 // reports whether they were all served. A writer stopped by a gate leaves
 // them pending: after a minute (of fake time, in a bubble) it gives up.
 func waitLoads(f *Frontier) bool {
 	for {
 		f.mu.Lock()
-		pending, wake := f.loading > 0, f.wake
+		pending, wake := f.loading > 0 || f.scanWanted, f.wake
 		f.mu.Unlock()
 		if !pending {
 			return true
