@@ -32,32 +32,13 @@ func (f *Frontier) restockLocked() {
 // quarter of MaxDormant keeps scans to one for every three quarters of
 // MaxDormant hosts woken.
 func (f *Frontier) scanDormant() error {
-	f.mu.Lock()
-	room := f.opts.MaxDormant - f.dormant.Len()
-	f.mu.Unlock()
-	best := candidates{}
-	more, seq := false, 0
+	// The counts are read first and looked up in memory afterwards, a
+	// chunk per lock: a lock per host would queue the scan behind every
+	// Next, thousands of times.
+	var counted []candidate
 	err := f.db.ForEachHost(func(name string, c storage.HostCounts) error {
-		if c.Queued <= 0 {
-			return nil
-		}
-		f.mu.Lock()
-		h := f.hosts[name]
-		if h != nil {
-			f.recountLocked(h, int(c.Queued))
-		}
-		f.mu.Unlock()
-		seq++
-		switch {
-		case h != nil:
-		case len(best) < room:
-			heap.Push(&best, candidate{name, int(c.Queued), seq})
-		default:
-			more = true
-			if len(best) > 0 && int(c.Queued) > best[0].queued {
-				best[0] = candidate{name, int(c.Queued), seq}
-				heap.Fix(&best, 0)
-			}
+		if c.Queued > 0 {
+			counted = append(counted, candidate{name: name, queued: int(c.Queued), seq: len(counted)})
 		}
 		return nil
 	})
@@ -66,6 +47,29 @@ func (f *Frontier) scanDormant() error {
 	f.scanWanted = false
 	if err != nil {
 		return err
+	}
+	room := f.opts.MaxDormant - f.dormant.Len()
+	best := candidates{}
+	more := false
+	for i, c := range counted {
+		if i > 0 && i%scanChunk == 0 {
+			f.mu.Unlock()
+			f.mu.Lock()
+		}
+		if h := f.hosts[c.name]; h != nil {
+			f.recountLocked(h, c.queued)
+			continue
+		}
+		switch {
+		case len(best) < room:
+			heap.Push(&best, c)
+		default:
+			more = true
+			if len(best) > 0 && c.queued > best[0].queued {
+				best[0] = c
+				heap.Fix(&best, 0)
+			}
+		}
 	}
 	// In the file's order, which breaks ties between equal backlogs.
 	slices.SortFunc(best, func(a, b candidate) int { return a.seq - b.seq })
@@ -83,6 +87,9 @@ func (f *Frontier) scanDormant() error {
 	f.broadcastLocked()
 	return nil
 }
+
+// scanChunk is how many hosts a scan looks up per hold of the lock.
+const scanChunk = 4096
 
 // recountLocked takes the file's count of queued URLs for a host in memory
 // that has loaded none of them: one created while the file held URLs it
