@@ -106,6 +106,11 @@ type Config struct {
 	FailingHosts  Size          // hosts refusing connections x URLs each: 50,000 x 3 with HostsFull, else 5,000 x 3
 	FailingGiveUp time.Duration // --give-up-after of the failing crawl: 2m with HostsFull, else 30s
 	HostsCap      time.Duration // how long one of its children may run: 20m
+	// FailingThreshold, if positive, is the failing crawl's
+	// --breaker-threshold instead of the default (8). A refused host's
+	// retries are held to a few a minute by the retry budget, so with 3
+	// URLs a host its circuit takes a minute or two to open.
+	FailingThreshold int
 
 	// HeapProfileDir, if set, is where each child writes a heap profile
 	// taken near its peak, as NAME.heap.
@@ -164,6 +169,7 @@ func QuickConfig() Config {
 	c.QueuedSite, c.QueuedPages, c.SeedsCap = Size{100, 500}, 2000, 20*time.Second
 	c.GrowthSite, c.ChildCap = Size{100, 50}, time.Minute
 	c.ManyHosts, c.FailingHosts, c.FailingGiveUp = Size{500, 2}, Size{300, 3}, 5*time.Second
+	c.FailingThreshold = 2
 	return c
 }
 
