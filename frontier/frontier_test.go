@@ -637,7 +637,13 @@ func TestNotExhaustedDuringComplete(t *testing.T) {
 // at once; Next waits only when nothing may be offered and reports
 // exhaustion only when nothing is left; and draining the frontier at the end
 // fetches everything.
-func TestNothingLost(t *testing.T) {
+func TestNothingLost(t *testing.T) { nothingLost(t, Options{Buffer: 2}) }
+
+// TestNothingLostSpilled is TestNothingLost with room for one dormant host
+// in memory: the others wait in the file, brought back by scans.
+func TestNothingLostSpilled(t *testing.T) { nothingLost(t, Options{Buffer: 2, MaxDormant: 1}) }
+
+func nothingLost(t *testing.T, opts Options) {
 	base := t.TempDir()
 	hosts := []string{"a.test", "b.test", "c.test"}
 	rapid.Check(t, func(rt *rapid.T) {
@@ -647,7 +653,8 @@ func TestNothingLost(t *testing.T) {
 		}
 		rapid.SyncTest(rt, func(rt *rapid.T) {
 			pool := urlPool(rt, hosts, 4)
-			p := &property{h: newHarness(rt, dir, Options{Buffer: 2, Now: time.Now}), m: newCrawlModel(pool), pool: pool, hosts: hosts}
+			opts.Now = time.Now
+			p := &property{h: newHarness(rt, dir, opts), m: newCrawlModel(pool), pool: pool, hosts: hosts}
 			p.run(rt, rapid.IntRange(1, 25).Draw(rt, "steps"))
 			p.drain(rt)
 		})

@@ -196,15 +196,18 @@ func poll(f *Frontier) (*Lease, error) {
 	cancel()
 	for {
 		f.mu.Lock()
-		dormant := f.dormant.Len()
+		dormant, wake := f.dormant.Len(), f.wake
 		f.mu.Unlock()
 		l, err := f.Next(ctx)
 		if !errors.Is(err, context.Canceled) {
 			return l, err
 		}
 		f.mu.Lock()
-		// A host activated by this call may have been loaded already.
-		progress := f.dormant.Len() != dormant || f.loading > 0 || f.scanWanted
+		// A host activated by this call may have been loaded already, and
+		// a scan it asked for may have brought in another meanwhile: each
+		// load and scan wakes waiting Next calls, so a new wake channel
+		// tells of the writer's work even when the counts look unchanged.
+		progress := f.dormant.Len() != dormant || f.wake != wake || f.loading > 0 || f.scanWanted
 		f.mu.Unlock()
 		if !progress || !waitLoads(f) {
 			return l, err
