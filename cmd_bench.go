@@ -29,6 +29,8 @@ type benchFlags struct {
 	asJSON     bool
 	offCap     time.Duration
 	noWARC     bool
+	hostsFull  bool
+	heapDir    string
 	log        logFlags
 }
 
@@ -38,6 +40,8 @@ func (b *benchFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (every section but memory) to this file")
 	fs.DurationVar(&b.offCap, "breaker-off-cap", 0, "stop the breaker-off dead-host run after this long (default 40m, which runs it to the end in about 17m; --quick 10s)")
 	fs.BoolVar(&b.noWARC, "no-warc", false, "skip the crawl section's second crawl, with --warc")
+	fs.BoolVar(&b.hostsFull, "hosts-full", false, "run the hosts section at issue 16's sizes (100,000 hosts with queued URLs, 50,000 failing hosts: several minutes)")
+	fs.StringVar(&b.heapDir, "child-heapprofiles", "", "directory where each memory or hosts child writes a heap profile taken near its peak (NAME.heap)")
 	fs.StringVar(&b.tmpDir, "tmpdir", "", "directory for the run's temporary databases (default: the system's)")
 	fs.BoolVar(&b.asJSON, "json", false, "print the report as JSON instead of a table")
 	b.log.addFlags(fs)
@@ -96,6 +100,10 @@ func (b *benchFlags) config(stderr io.Writer) (bench.Config, error) {
 	}
 	cfg.TempDir = b.tmpDir
 	cfg.NoWARC = b.noWARC
+	cfg.HeapProfileDir = b.heapDir
+	if b.hostsFull {
+		cfg.HostsFull()
+	}
 	cfg.Log = func(format string, args ...any) { fmt.Fprintf(stderr, "bench: "+format+"\n", args...) }
 	exe, err := os.Executable()
 	if err != nil {

@@ -33,6 +33,7 @@ type Report struct {
 	Dead     *DeadResult     `json:"dead,omitempty"`
 	Frontier *FrontierResult `json:"frontier,omitempty"`
 	Memory   *MemoryResult   `json:"memory,omitempty"`
+	Hosts    *HostsResult    `json:"hosts,omitempty"`
 }
 
 // runner carries one Run's state: its config, its temporary directory and
@@ -73,6 +74,7 @@ func (r *runner) sections(ctx context.Context) error {
 		{cfg.runs(SectionDead), r.dead},
 		{cfg.runs(SectionFrontier), r.frontierSection},
 		{cfg.runs(SectionMemory) && cfg.Child != nil, r.memory},
+		{cfg.runs(SectionHosts) && cfg.Child != nil, r.hostsSection},
 	}
 	for _, s := range steps {
 		if !s.run {

@@ -52,6 +52,8 @@ func tinyConfig(t *testing.T) Config {
 	c.QueuedSite, c.QueuedPages, c.SeedsCap = Size{4, 100}, 50, 30*time.Second
 	c.GrowthSite, c.ChildCap = Size{4, 50}, 30*time.Second
 	c.LargePages = []PageSize{{Pages: 3, Bytes: 256 << 10, Workers: 2, HostConcurrency: 2}}
+	c.ManyHosts, c.FailingHosts, c.FailingGiveUp, c.HostsCap = Size{50, 2}, Size{10, 3}, time.Second, time.Minute
+	c.FailingThreshold = 2
 	c.Child = testChild
 	start := time.Now()
 	c.Log = func(format string, args ...any) {
@@ -72,6 +74,7 @@ func TestRunTinyEndToEnd(t *testing.T) {
 	t.Run("dead", func(t *testing.T) { checkDead(t, rep.Dead) })
 	t.Run("frontier", func(t *testing.T) { checkFrontier(t, rep.Frontier) })
 	t.Run("memory", func(t *testing.T) { checkMemory(t, rep.Memory) })
+	t.Run("hosts", func(t *testing.T) { checkHosts(t, rep.Hosts) })
 	t.Run("table", func(t *testing.T) {
 		var out bytes.Buffer
 		if err := rep.WriteTable(&out); err != nil {
@@ -80,7 +83,8 @@ func TestRunTinyEndToEnd(t *testing.T) {
 		for _, want := range []string{"CPUs, GOMAXPROCS", "SECTION", "ratio to ceiling", "nothing changed: time, first crawl / this",
 			"changed pages fetched again", "Recrawl: ", "breaker on: time ratio",
 			"lease+complete", "RSS growth from 25% to 100%", "Worker-seconds are",
-			"with --warc: ratio to the crawl without --warc", "with --warc: WARC bytes per page", "GNU wget 1.21"} {
+			"with --warc: ratio to the crawl without --warc", "with --warc: WARC bytes per page", "GNU wget 1.21",
+			"crawl of 50 hosts with queued URLs", "crawl of 10 failing hosts"} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("table lacks %q:\n%s", want, out.String())
 			}
@@ -220,6 +224,27 @@ func checkFrontier(t *testing.T, f *FrontierResult) {
 	}
 	if want := float64(f.URLs) / f.EnqueueWall.Seconds(); f.EnqueuePerSec != want {
 		t.Errorf("frontier: enqueue rate %.0f, want %.0f from the median wall %v", f.EnqueuePerSec, want, f.EnqueueWall)
+	}
+}
+
+func checkHosts(t *testing.T, h *HostsResult) {
+	t.Helper()
+	if h == nil || h.Many == nil || h.Failing == nil {
+		t.Fatalf("hosts = %+v; want two runs", h)
+	}
+	for _, run := range []*MemoryRun{h.Many, h.Failing} {
+		if run.PeakKB < 1000 || run.Capped || !run.Child.Exhausted {
+			t.Errorf("%s: peak %d kB, capped %v, exhausted %v; want a real peak of a crawl to the end",
+				run.Name, run.PeakKB, run.Capped, run.Child.Exhausted)
+		}
+	}
+	// Through the SOCKS5 front, every page of every virtual host, and one
+	// robots.txt a host.
+	if c := h.Many.Child; c.Fetched != 100 || c.Failed != 0 || h.ManyServed != 150 {
+		t.Errorf("many hosts: %+v, %d requests served; want 100 fetched, none failed, 150 served", c, h.ManyServed)
+	}
+	if c := h.Failing.Child; c.Failed != 30 || c.Fetched != 0 {
+		t.Errorf("failing hosts: %+v; want all 30 URLs failed", c)
 	}
 }
 

@@ -52,10 +52,19 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&o.HostConcurrency, "host-concurrency", 4, "in-flight requests per host")
 	fs.IntVar(&o.MaxPages, "max-pages", 0, "stop after this many pages")
 	pagesAfterSeeds := fs.Int("pages-after-seeds", 0, "stop after this many pages fetched once every seed is queued (instead of --max-pages)")
+	fs.DurationVar(&o.Delay, "delay", 0, "politeness gap per host")
+	fs.DurationVar(&o.GiveUpAfter, "give-up-after", o.GiveUpAfter, "give a host up once open this long")
+	fs.IntVar(&o.Breaker.Threshold, "breaker-threshold", o.Breaker.Threshold, "consecutive failures that open a host's circuit")
+	fs.StringVar(&o.Proxy, "proxy", "", "send requests through this proxy (the many-hosts site's SOCKS5 front)")
+	heapProfile := fs.String("heapprofile", "", "write a heap profile here each time the heap in use reaches a new high")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("bench child: %w", err)
 	}
-	o.Delay, o.AllowPrivate, o.Logger = 0, true, slog.New(slog.DiscardHandler)
+	o.AllowPrivate, o.Logger = true, slog.New(slog.DiscardHandler)
+	if *heapProfile != "" {
+		stop := profileHeapPeaks(*heapProfile)
+		defer stop()
+	}
 	o.Sitemaps = false // the bench site has none: their 404s are not pages
 	start := time.Now()
 	if *fill != "" {

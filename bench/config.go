@@ -19,10 +19,11 @@ const (
 	SectionDead     = "dead"
 	SectionFrontier = "frontier"
 	SectionMemory   = "memory"
+	SectionHosts    = "hosts"
 )
 
 // AllSections lists every section in run order.
-var AllSections = []string{SectionCeiling, SectionCrawl, SectionRecrawl, SectionDead, SectionFrontier, SectionMemory}
+var AllSections = []string{SectionCeiling, SectionCrawl, SectionRecrawl, SectionDead, SectionFrontier, SectionMemory, SectionHosts}
 
 // ParseSections turns "ceiling,crawl" into a set, rejecting unknown names.
 // An empty string selects every section.
@@ -103,6 +104,21 @@ type Config struct {
 	// ChildCap is how long a child may run before it is taken for stuck and
 	// made to dump its goroutines: 5m.
 	ChildCap time.Duration
+	// Hosts (issue 16), in child processes like the memory section.
+	ManyHosts     Size          // virtual hosts, every URL a seed: 100,000 x 2 with HostsFull, else 10,000 x 2
+	FailingHosts  Size          // hosts refusing connections x URLs each: 50,000 x 3 with HostsFull, else 5,000 x 3
+	FailingGiveUp time.Duration // --give-up-after of the failing crawl: 2m with HostsFull, else 30s
+	HostsCap      time.Duration // how long one of its children may run: 20m
+	// FailingThreshold, if positive, is the failing crawl's
+	// --breaker-threshold instead of the default (8). A refused host's
+	// retries are held to a few a minute by the retry budget, so with 3
+	// URLs a host its circuit takes a minute or two to open.
+	FailingThreshold int
+
+	// HeapProfileDir, if set, is where each child writes a heap profile
+	// taken near its peak, as NAME.heap.
+	HeapProfileDir string
+
 	// Child returns the command that runs Child in a new process with args.
 	// Nil skips the memory section.
 	Child func(ctx context.Context, args []string) *exec.Cmd
@@ -134,7 +150,15 @@ func DefaultConfig() Config {
 		// (2,657 MB before bodies streamed), and one 64 MiB page (185 MB).
 		LargePages: []PageSize{{Pages: 64, Bytes: 8 << 20, Workers: 32, HostConcurrency: 32},
 			{Pages: 1, Bytes: 64 << 20, Workers: 32, HostConcurrency: 1}},
+		ManyHosts: Size{10_000, 2}, FailingHosts: Size{5_000, 3}, FailingGiveUp: 30 * time.Second,
+		HostsCap: 20 * time.Minute,
 	}
+}
+
+// HostsFull sets the hosts section to the sizes issue 16 sets its targets
+// at. They take several minutes, too long for every full run.
+func (c *Config) HostsFull() {
+	c.ManyHosts, c.FailingHosts, c.FailingGiveUp = Size{100_000, 2}, Size{50_000, 3}, 2*time.Minute
 }
 
 // QuickConfig is a small configuration for smoke tests: the same sections
@@ -152,6 +176,8 @@ func QuickConfig() Config {
 	c.QueuedSite, c.QueuedPages, c.SeedsCap = Size{100, 500}, 2000, 20*time.Second
 	c.GrowthSite, c.ChildCap = Size{100, 50}, time.Minute
 	c.LargePages = []PageSize{{Pages: 4, Bytes: 1 << 20, Workers: 4, HostConcurrency: 4}}
+	c.ManyHosts, c.FailingHosts, c.FailingGiveUp = Size{500, 2}, Size{300, 3}, 5*time.Second
+	c.FailingThreshold = 2
 	return c
 }
 

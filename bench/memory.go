@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -189,7 +190,11 @@ func (r *runner) runChild(ctx context.Context, c childRun) (*MemoryRun, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.limit)
 	defer cancel()
-	cmd := r.cfg.Child(cctx, c.args)
+	args := c.args
+	if d := r.cfg.HeapProfileDir; d != "" {
+		args = append(slices.Clip(args), "--heapprofile", filepath.Join(d, c.name+".heap"))
+	}
+	cmd := r.cfg.Child(cctx, args)
 	if !c.capped {
 		cmd.Cancel = func() error {
 			if ctx.Err() != nil {

@@ -75,8 +75,16 @@ func (h *hostState) beginRequest(parent context.Context) (ctx context.Context, d
 	h.inFlight++
 	return h.requests, func() {
 		h.mu.Lock()
-		h.inFlight--
-		h.mu.Unlock()
+		defer h.mu.Unlock()
+		if h.inFlight--; h.inFlight == 0 && h.abortRequests != nil {
+			// Nothing is in flight, so this only releases the context: kept,
+			// it and its registration with the parent would stay as long as
+			// the host is tracked (a minute after its last request), a few
+			// hundred bytes for every host of the last minute. The next
+			// request makes a new one.
+			h.abortRequests()
+			h.requests, h.abortRequests = nil, nil
+		}
 	}
 }
 
@@ -97,14 +105,24 @@ func (t *hostTable) lookup(host string) *hostState {
 	return t.m[host]
 }
 
+// rulesIdle is how long a host keeps its parsed robots.txt rules once idle.
+// They are in the file (PutRobots) and read back at the host's next request
+// (robotsChecked), while a crawl of many hosts would otherwise hold the
+// rules of every host of the last minute: the table keeps hosts that long.
+const rulesIdle = 10 * time.Second
+
 // prune forgets hosts idle for longer than idle whose waits have passed and
-// whose pace is back at its floor: forgetting them loses nothing.
+// whose pace is back at its floor: forgetting them loses nothing. Hosts
+// idle for rulesIdle let go of their rules.
 func (t *hostTable) prune(now time.Time, idle time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for name, h := range t.m {
 		if !h.mu.TryLock() {
 			continue
+		}
+		if h.rules != nil && h.robotsFetching == 0 && h.inFlight == 0 && now.Sub(h.lastUsed) > rulesIdle {
+			h.rules, h.robotsChecked = nil, false
 		}
 		forget := now.Sub(h.lastUsed) > idle && !h.notBefore.After(now) && h.robotsFetching == 0 &&
 			h.inFlight == 0 && h.pace.Wait(now) == 0 && h.pace.Interval() <= h.floor

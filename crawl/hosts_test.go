@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"breakwater/robots"
 )
 
 // A host is forgotten only when nothing of it is in flight, and forgetting
@@ -40,5 +42,55 @@ func TestHostTableRequests(t *testing.T) {
 	}
 	if next.Err() == nil {
 		t.Fatal("forgetting the host did not release its request context")
+	}
+}
+
+// A host's request context lives only while requests are in flight: kept
+// for the minute the table keeps an idle host, every host of a wide crawl
+// would hold one. Aborting still reaches the requests in flight.
+func TestHostRequestContextReleasedWhenIdle(t *testing.T) {
+	h := newHostTable(0).get("a.test", time.Unix(100, 0))
+	ctx1, done1 := h.beginRequest(context.Background())
+	ctx2, done2 := h.beginRequest(context.Background())
+	done1()
+	if ctx1.Err() != nil {
+		t.Fatal("context cancelled while a request is still in flight")
+	}
+	done2()
+	if ctx2.Err() == nil || h.requests != nil {
+		t.Fatal("host kept its request context with nothing in flight")
+	}
+	ctx3, done3 := h.beginRequest(context.Background())
+	defer done3()
+	if ctx3.Err() != nil {
+		t.Fatal("a new request got the released context")
+	}
+	h.abort()
+	if ctx3.Err() == nil {
+		t.Fatal("abort did not reach the request in flight")
+	}
+}
+
+// An idle host lets go of its parsed robots.txt rules after rulesIdle (they
+// are read back from the file), long before the table forgets the host.
+func TestIdleHostDropsItsRules(t *testing.T) {
+	start := time.Unix(100, 0)
+	table := newHostTable(0)
+	h := table.get("a.test", start)
+	rules, err := robots.FromResponse(404, nil, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.rules, h.robotsChecked = rules, true
+	table.prune(start.Add(rulesIdle/2), time.Minute)
+	if h.rules == nil {
+		t.Fatal("rules dropped before rulesIdle")
+	}
+	table.prune(start.Add(rulesIdle+time.Second), time.Minute)
+	if h.rules != nil || h.robotsChecked {
+		t.Fatal("idle host kept its rules")
+	}
+	if table.lookup("a.test") != h {
+		t.Fatal("host forgotten before the table's idle time")
 	}
 }

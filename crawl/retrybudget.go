@@ -45,10 +45,13 @@ type RetryBudget struct {
 	hosts map[string]*retryRing
 }
 
-// retryBucket counts the events of one bucket-wide slice of time.
+// retryBucket counts the events of one bucket-wide slice of time. The
+// counts are 32-bit: a host has a ring for every minute it is asked, so a
+// crawl of many hosts holds one per host of the last minute, and a slice
+// of seconds never sees two billion requests to one host.
 type retryBucket struct {
 	idx             int64 // which slice: UnixNano / width
-	firsts, retries int
+	firsts, retries int32
 }
 
 // retryRing holds a host's buckets, slot idx mod retryBuckets; a slot whose
@@ -185,8 +188,8 @@ func (r *retryRing) bucket(idx int64) *retryBucket {
 func (r *retryRing) sum(cur int64) (firsts, retries int) {
 	for _, bk := range r {
 		if bk.idx <= cur && bk.idx > cur-retryBuckets {
-			firsts += bk.firsts
-			retries += bk.retries
+			firsts += int(bk.firsts)
+			retries += int(bk.retries)
 		}
 	}
 	return firsts, retries

@@ -35,6 +35,11 @@ type Options struct {
 	CommitEvery time.Duration
 	// PromoteBatch caps the deferred URLs moved back per commit. Default 2048.
 	PromoteBatch int
+	// MaxDormant caps the dormant hosts (URLs queued, none loaded yet) held
+	// in memory. The others stay in the file, counted there, until the
+	// held ones run low and a scan of the file's host counts brings in the
+	// largest of them. Default 8192.
+	MaxDormant int
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 	// Logger receives commit errors. Default slog.Default().
@@ -70,6 +75,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PromoteBatch <= 0 {
 		o.PromoteBatch = 2048
+	}
+	if o.MaxDormant <= 0 {
+		o.MaxDormant = 8192
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -110,6 +118,11 @@ type Frontier struct {
 	dormant    hostHeap
 	dormantSeq uint64
 	activating int
+	// spilled is set while the file may hold queued URLs of hosts not in
+	// hosts (MaxDormant was reached); scanWanted asks the writer for a scan
+	// of the file's host counts (see scanDormant).
+	spilled    bool
+	scanWanted bool
 	// activeSizes counts active hosts with URLs queued by the size class
 	// of their queues (index 0 unused), for wakeLongestLocked.
 	activeSizes [bits.UintSize + 1]int
@@ -127,19 +140,8 @@ func Open(db *storage.DB, opts Options) (*Frontier, error) {
 	f := &Frontier{db: db, opts: opts, hosts: make(map[string]*hostQueue), wake: make(chan struct{}),
 		ready:   hostHeap{less: readySooner, place: func(h *hostQueue) *int { return &h.index }},
 		dormant: hostHeap{less: dormantFirst, place: func(h *hostQueue) *int { return &h.dormantIdx }}}
-	// Refills requested here run once the writer starts.
 	f.writer = newWriter(f)
-	err := db.ForEachHost(func(host string, c storage.HostCounts) error {
-		if c.Queued > 0 {
-			f.mu.Lock()
-			h := f.host(host)
-			h.backlog = int(c.Queued)
-			f.refillLocked(h)
-			f.mu.Unlock()
-		}
-		return nil
-	})
-	if err != nil {
+	if err := f.scanDormant(); err != nil {
 		return nil, fmt.Errorf("open frontier: %w", err)
 	}
 	nextDue, hasDue, err := db.NextDue()
@@ -251,7 +253,7 @@ func (f *Frontier) leaseLocked(h *hostQueue) *Lease {
 // help: no lease in flight, no write pending, nothing deferred, and every
 // host with queued URLs is held.
 func (f *Frontier) idleLocked() bool {
-	if f.leased > 0 || f.loading > 0 || f.feeding > 0 || f.writer.busy() {
+	if f.leased > 0 || f.loading > 0 || f.feeding > 0 || f.spilled || f.scanWanted || f.writer.busy() {
 		return false
 	}
 	for _, h := range f.hosts {

@@ -196,15 +196,18 @@ func poll(f *Frontier) (*Lease, error) {
 	cancel()
 	for {
 		f.mu.Lock()
-		dormant := f.dormant.Len()
+		dormant, wake := f.dormant.Len(), f.wake
 		f.mu.Unlock()
 		l, err := f.Next(ctx)
 		if !errors.Is(err, context.Canceled) {
 			return l, err
 		}
 		f.mu.Lock()
-		// A host activated by this call may have been loaded already.
-		progress := f.dormant.Len() < dormant || f.loading > 0
+		// A host activated by this call may have been loaded already, and
+		// a scan it asked for may have brought in another meanwhile: each
+		// load and scan wakes waiting Next calls, so a new wake channel
+		// tells of the writer's work even when the counts look unchanged.
+		progress := f.dormant.Len() != dormant || f.wake != wake || f.loading > 0 || f.scanWanted
 		f.mu.Unlock()
 		if !progress || !waitLoads(f) {
 			return l, err
@@ -212,13 +215,13 @@ func poll(f *Frontier) (*Lease, error) {
 	}
 }
 
-// waitLoads waits until the writer has served every pending load; it
+// waitLoads waits until the writer has served every pending load and scan; it
 // reports whether they were all served. A writer stopped by a gate leaves
 // them pending: after a minute (of fake time, in a bubble) it gives up.
 func waitLoads(f *Frontier) bool {
 	for {
 		f.mu.Lock()
-		pending, wake := f.loading > 0, f.wake
+		pending, wake := f.loading > 0 || f.scanWanted, f.wake
 		f.mu.Unlock()
 		if !pending {
 			return true

@@ -3,6 +3,7 @@ package frontier
 import (
 	"container/heap"
 	"math/bits"
+	"sync/atomic"
 	"time"
 
 	"breakwater/storage"
@@ -34,11 +35,16 @@ type hostQueue struct {
 	loading    bool
 	inflight   int
 	leased     []uint64 // Seq of each lease in flight
-	reserved   bool     // a lease is between Next and Started/Release
-	held       bool
-	failing    bool // a FailHost is submitted, not yet committed: offer nothing
-	readyAt    time.Time
-	index      int // in the ready heap; -1 when absent
+	// writes counts the leases ended with a write (Complete, Defer) that
+	// the writer has not put in a batch yet. A host is forgotten only at
+	// zero: then every entry the file still queues for it is really queued,
+	// and a scan of the file may bring it back with all of them.
+	writes   atomic.Int32
+	reserved bool // a lease is between Next and Started/Release
+	held     bool
+	failing  bool // a FailHost is submitted, not yet committed: offer nothing
+	readyAt  time.Time
+	index    int // in the ready heap; -1 when absent
 }
 
 func (h *hostQueue) queued() int { return len(h.buf) + max(h.backlog, 0) }
@@ -46,7 +52,8 @@ func (h *hostQueue) queued() int { return len(h.buf) + max(h.backlog, 0) }
 // forgettable reports whether the scheduler may drop h: nothing queued,
 // leased, loading, held or pending, and its politeness wait over.
 func (h *hostQueue) forgettable(now time.Time) bool {
-	return h.queued() == 0 && h.inflight == 0 && !h.loading && !h.held && !h.failing && !h.readyAt.After(now)
+	return h.queued() == 0 && h.inflight == 0 && !h.loading && !h.held && !h.failing && !h.readyAt.After(now) &&
+		h.writes.Load() == 0
 }
 
 // host returns the scheduler's entry for name, creating it if needed. A
@@ -110,6 +117,15 @@ func (f *Frontier) takeLoadsLocked() []*hostQueue {
 // loadHosts performs pending refills; only the writer goroutine calls it.
 func (f *Frontier) loadHosts() {
 	f.mu.Lock()
+	scan := f.scanWanted
+	f.mu.Unlock()
+	if scan {
+		if err := f.scanDormant(); err != nil {
+			f.opts.Logger.Error("scan host counts", "err", err)
+			f.writer.fail(err)
+		}
+	}
+	f.mu.Lock()
 	hosts := f.takeLoadsLocked()
 	f.mu.Unlock()
 	for _, h := range hosts {
@@ -155,7 +171,16 @@ func (f *Frontier) appendLoadedLocked(h *hostQueue, items []storage.Item) {
 // host; otherwise it is counted and loaded from the file later.
 func (f *Frontier) addedLocked(items []storage.Item) {
 	for _, it := range items {
-		h := f.host(it.Host)
+		h := f.hosts[it.Host]
+		if h == nil && (f.spilled || f.dormant.Len() >= f.opts.MaxDormant) {
+			// The file counts it; a scan brings the host in when its turn
+			// comes. Until a scan finds every such host room, a new host
+			// could be one of them, with more URLs in the file than here.
+			f.spilled = true
+			f.announcedSeq = max(f.announcedSeq, it.Seq)
+			continue
+		}
+		h = f.host(it.Host)
 		if h.active && h.backlog <= 0 && !h.loading && len(h.buf) < f.opts.Buffer {
 			h.backlog = 0
 			h.buf = append(h.buf, it)
@@ -194,6 +219,7 @@ const maxActivating = 4
 // hosts are pending. Called when a worker finds no host ready, it grows
 // the set of active hosts just enough to keep the workers busy.
 func (f *Frontier) activateLocked() {
+	defer f.restockLocked()
 	for f.dormant.Len() > 0 && f.activating < maxActivating {
 		h := heap.Pop(&f.dormant).(*hostQueue)
 		if f.hosts[h.name] != h || h.active || h.held || h.backlog <= 0 {

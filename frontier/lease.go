@@ -47,7 +47,10 @@ func (f *Frontier) CompleteWith(l *Lease, r *storage.Result, discovered []storag
 	it := l.Item
 	rec := storage.EncodeResult(it, r)
 	entries := encodeQueued(discovered)
+	h := l.host
+	h.writes.Add(1)
 	err := f.writer.submit(1+len(discovered), func(b *storage.Batch) {
+		h.writes.Add(-1)
 		if attach != nil {
 			b.Attach(attach)
 		}
@@ -56,6 +59,9 @@ func (f *Frontier) CompleteWith(l *Lease, r *storage.Result, discovered []storag
 			b.AddEncoded(d, entries[i])
 		}
 	})
+	if err != nil {
+		h.writes.Add(-1) // never queued
+	}
 	f.endAfterWrite(l)
 	return err
 }
@@ -63,7 +69,15 @@ func (f *Frontier) CompleteWith(l *Lease, r *storage.Result, discovered []storag
 // Defer ends a lease by parking its URL until due, with the item as given
 // (the caller updates Attempts when the URL was attempted).
 func (f *Frontier) Defer(l *Lease, it storage.Item, due time.Time) error {
-	err := f.writer.submit(1, func(b *storage.Batch) { b.Defer(it, due) })
+	h := l.host
+	h.writes.Add(1)
+	err := f.writer.submit(1, func(b *storage.Batch) {
+		h.writes.Add(-1)
+		b.Defer(it, due)
+	})
+	if err != nil {
+		h.writes.Add(-1) // never queued
+	}
 	f.endAfterWrite(l)
 	return err
 }

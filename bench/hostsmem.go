@@ -1,0 +1,121 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"breakwater/demosite"
+)
+
+// HostsResult is the hosts section: peak RSS of crawls whose memory must
+// follow the hosts being crawled, not every host ever seen (issue 16).
+type HostsResult struct {
+	// ManySite is crawled to the end with every URL given as a seed, so all
+	// its hosts have URLs queued from the start. Its hosts are virtual
+	// (demosite.VirtualHosts), reached through a SOCKS5 front.
+	ManySite Size       `json:"many_site"`
+	Many     *MemoryRun `json:"many,omitempty"`
+	// ManyServed is the page and robots.txt requests the site answered.
+	ManyServed int64 `json:"many_served"`
+	// FailingSite is hosts x URLs a host, every host refusing connections
+	// (a loopback address nothing listens on), crawled until each is given
+	// up on after FailingGiveUp.
+	FailingSite   Size          `json:"failing_site"`
+	FailingGiveUp time.Duration `json:"failing_give_up_ns"`
+	// FailingThreshold is its --breaker-threshold; 0 means the default.
+	FailingThreshold int        `json:"failing_threshold,omitempty"`
+	Failing          *MemoryRun `json:"failing,omitempty"`
+}
+
+// failingHost is the address of failing host i: 127.1.0.0/16 and up, no
+// octet 0 or 255, port 80, where nothing listens.
+func failingHost(i int) string {
+	return fmt.Sprintf("127.%d.%d.%d", 1+i/62500, (i/250)%250+1, i%250+1)
+}
+
+// hostsSection runs the two child crawls of the hosts section.
+func (r *runner) hostsSection(ctx context.Context) error {
+	cfg := r.cfg
+	res := &HostsResult{ManySite: cfg.ManyHosts, FailingSite: cfg.FailingHosts, FailingGiveUp: cfg.FailingGiveUp,
+		FailingThreshold: cfg.FailingThreshold}
+	r.report.Hosts = res
+	site, err := demosite.StartVirtual(cfg.ManyHosts.Hosts, cfg.ManyHosts.Pages)
+	if err != nil {
+		return fmt.Errorf("hosts: %w", err)
+	}
+	defer site.Close()
+	seeds := filepath.Join(r.dir, "many-hosts.txt")
+	if err := writeLines(seeds, site.URLs()); err != nil {
+		return fmt.Errorf("hosts: %w", err)
+	}
+	cfg.logf("hosts: crawl of %s, every URL a seed, to the end", cfg.ManyHosts)
+	args := []string{"--db", filepath.Join(r.dir, "many-hosts.db"), "--seeds", seeds, "--proxy", site.Proxy(),
+		"--workers", strconv.Itoa(cfg.Workers), "--host-concurrency", strconv.Itoa(cfg.HostConcurrency)}
+	if res.Many, err = r.runChild(ctx, childRun{name: "many-hosts", args: args, limit: cfg.HostsCap}); err != nil {
+		return err
+	}
+	res.ManyServed = site.PageRequests() + site.RobotsRequests()
+
+	var urls []string
+	for i := range cfg.FailingHosts.Hosts {
+		for p := range cfg.FailingHosts.Pages {
+			urls = append(urls, "http://"+failingHost(i)+"/p/"+strconv.Itoa(p))
+		}
+	}
+	seeds = filepath.Join(r.dir, "failing-hosts.txt")
+	if err := writeLines(seeds, urls); err != nil {
+		return fmt.Errorf("hosts: %w", err)
+	}
+	cfg.logf("hosts: crawl of %s refusing connections, each given up after %s", cfg.FailingHosts, cfg.FailingGiveUp)
+	// Default politeness (--delay 1s) and breaker: a refused connection is
+	// a transient failure, retried, until the host's circuit opens.
+	args = []string{"--db", filepath.Join(r.dir, "failing-hosts.db"), "--seeds", seeds, "--workers", "32",
+		"--host-concurrency", "1", "--delay", "1s", "--give-up-after", cfg.FailingGiveUp.String()}
+	if cfg.FailingThreshold > 0 {
+		args = append(args, "--breaker-threshold", strconv.Itoa(cfg.FailingThreshold))
+	}
+	res.Failing, err = r.runChild(ctx, childRun{name: "failing-hosts", args: args, limit: cfg.HostsCap})
+	return err
+}
+
+func (r *Report) hostsRows() []Row {
+	h := r.Hosts
+	if h == nil {
+		return nil
+	}
+	var rows []Row
+	add := func(fig, val, target, v string) { rows = append(rows, Row{"hosts", fig, val, target, v}) }
+	target := "< " + mb(TargetPeakBytes)
+	if run := h.Many; run != nil {
+		add(fmt.Sprintf("peak RSS, crawl of %d hosts with queued URLs (%s, %d fetched, %d requests served, %s)",
+			h.ManySite.Hosts, h.ManySite, run.Child.Fetched, h.ManyServed, secs(run.Wall)),
+			peakValue(run), target, verdict(kib(run.PeakKB) < TargetPeakBytes))
+	}
+	if run := h.Failing; run != nil {
+		add(fmt.Sprintf("peak RSS, crawl of %d failing hosts (%d URLs each, %d failed, given up after %s, %s)",
+			h.FailingSite.Hosts, h.FailingSite.Pages, run.Child.Failed, secs(h.FailingGiveUp), secs(run.Wall)),
+			peakValue(run), target, verdict(kib(run.PeakKB) < TargetPeakBytes))
+	}
+	return rows
+}
+
+func (h *HostsResult) note() string {
+	threshold := "breaker threshold 8"
+	if h.FailingThreshold > 0 {
+		threshold = fmt.Sprintf("but breaker threshold %d", h.FailingThreshold)
+	}
+	return fmt.Sprintf("Hosts: child crawls as in the memory section, peak RSS as there. %s are "+
+		"demosite.VirtualHosts: one SOCKS5 front on 127.0.0.1 that answers HTTP itself for the host named "+
+		"in each CONNECT, the crawl sent through it with --proxy socks5h://..., so that it dials, pools "+
+		"and tracks a connection per host as it would directly while the machine holds one listening "+
+		"socket (a listener per host would pass the file descriptor limit). Every URL is a seed; "+
+		"--workers and --host-concurrency as the crawl section, --delay 0; crawled to the end. "+
+		"The %d failing hosts are addresses of 127.1.0.0/16 and up, port 80, where nothing listens: "+
+		"each connection is refused at once. That crawl keeps the defaults (--delay 1s, --retries 3, "+
+		"%s, rest 5m) and --workers 32 and --give-up-after %s, so that it ends: "+
+		"every circuit opens, and each host is given up on after that long. `bench --hosts-full` "+
+		"runs issue 16's sizes, 100000 x 2 and 50000 x 3 with 2m.", h.ManySite, h.FailingSite.Hosts, threshold, h.FailingGiveUp)
+}
