@@ -33,6 +33,7 @@ type Report struct {
 	Dead     *DeadResult     `json:"dead,omitempty"`
 	Frontier *FrontierResult `json:"frontier,omitempty"`
 	Memory   *MemoryResult   `json:"memory,omitempty"`
+	Soak     *SoakResult     `json:"soak,omitempty"`
 }
 
 // runner carries one Run's state: its config, its temporary directory and
@@ -73,6 +74,7 @@ func (r *runner) sections(ctx context.Context) error {
 		{cfg.runs(SectionDead), r.dead},
 		{cfg.runs(SectionFrontier), r.frontierSection},
 		{cfg.runs(SectionMemory) && cfg.Child != nil, r.memory},
+		{cfg.runs(SectionSoak) && cfg.Child != nil, r.soak},
 	}
 	for _, s := range steps {
 		if !s.run {
@@ -102,6 +104,9 @@ func (c *Config) validate() error {
 		return errors.New("bench: dead URLs, dead links per page, timeout and give-up must be positive")
 	case c.FrontierURLs < 1 || c.FrontierHosts < 1 || c.FrontierPasses < 1 || c.QueuedPages < 1:
 		return errors.New("bench: frontier URLs, hosts, passes and queued pages must be positive")
+	}
+	if c.runs(SectionSoak) {
+		return c.Soak.validate()
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,17 +20,22 @@ const (
 	SectionDead     = "dead"
 	SectionFrontier = "frontier"
 	SectionMemory   = "memory"
+	SectionSoak     = "soak"
 )
 
 // AllSections lists every section in run order.
-var AllSections = []string{SectionCeiling, SectionCrawl, SectionRecrawl, SectionDead, SectionFrontier, SectionMemory}
+var AllSections = []string{SectionCeiling, SectionCrawl, SectionRecrawl, SectionDead, SectionFrontier, SectionMemory, SectionSoak}
+
+// DefaultSections are the sections a run selects when none is named: all
+// but the soak, which takes minutes on its own and must be asked for.
+var DefaultSections = []string{SectionCeiling, SectionCrawl, SectionRecrawl, SectionDead, SectionFrontier, SectionMemory}
 
 // ParseSections turns "ceiling,crawl" into a set, rejecting unknown names.
-// An empty string selects every section.
+// An empty string selects DefaultSections.
 func ParseSections(list string) (map[string]bool, error) {
 	set := make(map[string]bool)
 	if strings.TrimSpace(list) == "" {
-		for _, s := range AllSections {
+		for _, s := range DefaultSections {
 			set[s] = true
 		}
 		return set, nil
@@ -68,7 +74,7 @@ func (s Size) String() string { return fmt.Sprintf("%d hosts x %d pages", s.Host
 // Config is one benchmark configuration. DefaultConfig is the full run the
 // issue specifies; QuickConfig a smoke test well under a minute.
 type Config struct {
-	Sections map[string]bool // which sections run; nil means all
+	Sections map[string]bool // which sections run; nil means DefaultSections
 
 	// Ceiling, crawl and recrawl.
 	Site            Size // 200 x 60
@@ -107,6 +113,11 @@ type Config struct {
 	// Nil skips the memory section.
 	Child func(ctx context.Context, args []string) *exec.Cmd
 
+	// Soak (opt-in): one child crawl of SoakSite's healthy hosts plus a
+	// dead, a flaky, a throttling, a recovering and a refusing host, with
+	// --warc, Workers and HostConcurrency as above.
+	Soak SoakConfig
+
 	TempDir string                           // parent of the run's temporary directory; "" means os.TempDir
 	Logger  *slog.Logger                     // the crawls' logger; nil discards
 	Now     func() time.Time                 // nil means time.Now
@@ -134,6 +145,7 @@ func DefaultConfig() Config {
 		// (2,657 MB before bodies streamed), and one 64 MiB page (185 MB).
 		LargePages: []PageSize{{Pages: 64, Bytes: 8 << 20, Workers: 32, HostConcurrency: 32},
 			{Pages: 1, Bytes: 64 << 20, Workers: 32, HostConcurrency: 1}},
+		Soak: DefaultSoakConfig(),
 	}
 }
 
@@ -152,10 +164,16 @@ func QuickConfig() Config {
 	c.QueuedSite, c.QueuedPages, c.SeedsCap = Size{100, 500}, 2000, 20*time.Second
 	c.GrowthSite, c.ChildCap = Size{100, 50}, time.Minute
 	c.LargePages = []PageSize{{Pages: 4, Bytes: 1 << 20, Workers: 4, HostConcurrency: 4}}
+	c.Soak = QuickSoakConfig()
 	return c
 }
 
-func (c *Config) runs(section string) bool { return c.Sections == nil || c.Sections[section] }
+func (c *Config) runs(section string) bool {
+	if c.Sections == nil {
+		return slices.Contains(DefaultSections, section)
+	}
+	return c.Sections[section]
+}
 
 func (c *Config) now() time.Time {
 	if c.Now == nil {

@@ -48,6 +48,9 @@ func (r *Report) Notes() []string {
 			"alone (RssAnon), the part the kernel cannot reclaim. MB is 10^6 bytes.",
 			m.SeedsCap, m.QueuedPages))
 	}
+	if r.Soak != nil {
+		notes = append(notes, r.soakNote())
+	}
 	return notes
 }
 
