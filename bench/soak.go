@@ -134,6 +134,7 @@ type SoakResult struct {
 	// Unhealthy are the other hosts, the dead one included, in spec order.
 	Unhealthy []SoakHost `json:"unhealthy"`
 	Dead      SoakDead   `json:"dead"`
+	DBBytes   int64      `json:"db_bytes"` // the child's database file at the end
 	WARC      SoakWARC   `json:"warc"`
 	// HealthyRetried is the healthy pages whose stored result took more
 	// than one attempt; Refetched the first few healthy pages asked more
@@ -181,12 +182,13 @@ type SoakDead struct {
 	Opened     time.Duration `json:"opened_ns"`
 	GivenUp    time.Duration `json:"given_up_ns"`
 	LastTried  time.Duration `json:"last_tried_ns"`
-	// OpenSpan runs from the opening to the crawl's end: a dead host's
-	// circuit never closes, and after the give-up a URL of it found later
-	// may still be a half-open probe. Probes is the rest periods in it,
-	// one probe each at most, and Bound threshold + host concurrency +
-	// Probes: the requests before the circuit opened, those in flight when
-	// it did, and one a rest after.
+	// OpenSpan runs from the opening to the give-up or the last
+	// connection, whichever is later: a dead host's circuit never closes,
+	// and after the give-up a URL of it found later may still be let
+	// through as a half-open probe. Probes is the rest periods in it, one
+	// probe each at most, and Bound threshold + host concurrency + Probes:
+	// the requests before the circuit opened, those in flight when it did,
+	// and one a rest after.
 	OpenSpan time.Duration    `json:"open_span_ns"`
 	Probes   int              `json:"probes"`
 	Bound    int              `json:"bound"`
@@ -231,11 +233,11 @@ func (s *SoakResult) HealthyPerSec() float64 {
 }
 
 // Growth is the peak RSS (VmHWM) at 100% of the healthy pages over the peak
-// at 25%, minus one, and the same for VmRSS; ok is false when a sample is
-// missing.
-func (s *SoakResult) Growth() (peak, rss float64, ok bool) {
+// at 25%, minus one, and the same for VmRSS and anonymous RSS; ok is false
+// when a sample is missing.
+func (s *SoakResult) Growth() (peak, rss, anon float64, ok bool) {
 	if s.Run == nil {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	var at25, at100 *RSSSample
 	for i := range s.Run.Samples {
@@ -246,10 +248,11 @@ func (s *SoakResult) Growth() (peak, rss float64, ok bool) {
 			at100 = smp
 		}
 	}
-	if at25 == nil || at100 == nil || at25.HWMKB == 0 || at25.RSSKB == 0 {
-		return 0, 0, false
+	if at25 == nil || at100 == nil || at25.HWMKB == 0 || at25.RSSKB == 0 || at25.AnonKB == 0 {
+		return 0, 0, 0, false
 	}
-	return float64(at100.HWMKB)/float64(at25.HWMKB) - 1, float64(at100.RSSKB)/float64(at25.RSSKB) - 1, true
+	ratio := func(a, b int64) float64 { return float64(a)/float64(b) - 1 }
+	return ratio(at100.HWMKB, at25.HWMKB), ratio(at100.RSSKB, at25.RSSKB), ratio(at100.AnonKB, at25.AnonKB), true
 }
 
 // soakNoFile is how many descriptors each side may need: the site a
@@ -327,6 +330,9 @@ func (r *runner) soak(ctx context.Context) error {
 	}
 	if err := site.Close(); err != nil {
 		return fmt.Errorf("soak: %w", err)
+	}
+	if st, err := os.Stat(dbPath); err == nil {
+		res.DBBytes = st.Size()
 	}
 	if err := res.inspectFile(dbPath, healthy, unhealthy, run); err != nil {
 		return fmt.Errorf("soak: %w", err)
@@ -555,20 +561,16 @@ func (s *SoakResult) inspectFile(path string, healthy, unhealthy []*demosite.Hos
 		d.FirstTried, d.LastTried = first.Sub(run.start), last.Sub(run.start)
 	}
 	d.Opened, d.GivenUp = sinceOrZero(dead.opened, run.start), sinceOrZero(dead.firstDown, run.start)
-	end := run.Wall // less the leak check's wait, which comes after the crawl
-	if l := run.Child.Leaks; l != nil {
-		end -= time.Duration(l.SettleNS)
-	}
-	d.OpenSpan, d.Probes, d.Bound = deadBound(s.Config.Breaker, s.HostConcurrency, d.Opened, end)
+	d.OpenSpan, d.Probes, d.Bound = deadBound(s.Config.Breaker, s.HostConcurrency, d.Opened, max(d.GivenUp, d.LastTried))
 	return nil
 }
 
 // deadBound is the most connections the dead host may see: threshold +
 // host concurrency before and as the circuit opens, then one probe per
-// rest period from the opening to the crawl's end.
-func deadBound(b breaker.Config, hostConcurrency int, opened, end time.Duration) (span time.Duration, probes, bound int) {
+// rest period from the opening until the circuit's last use.
+func deadBound(b breaker.Config, hostConcurrency int, opened, until time.Duration) (span time.Duration, probes, bound int) {
 	if opened > 0 {
-		span = max(end-opened, 0)
+		span = max(until-opened, 0)
 		probes = int(math.Ceil(span.Seconds() / b.Rest.Seconds()))
 	}
 	return span, probes, b.Threshold + hostConcurrency + probes
@@ -638,8 +640,11 @@ func (r *Report) soakRows() []Row {
 		add(fmt.Sprintf("peak RSS at %d%% of the healthy pages (%d served)", smp.Percent, smp.Pages),
 			fmt.Sprintf("%s (RSS %s, anon %s)", mb(kib(smp.HWMKB)), mb(kib(smp.RSSKB)), mb(kib(smp.AnonKB))), "", "")
 	}
-	if peak, rss, ok := s.Growth(); ok {
-		add("RSS at 100% within 20% of RSS at 25%", fmt.Sprintf("%+.1f%% peak (%+.1f%% RSS)", peak*100, rss*100),
+	if s.DBBytes > 0 {
+		add("database file at the end (its pages mapped in count in RSS, not in anon)", mb(s.DBBytes), "", "")
+	}
+	if peak, rss, anon, ok := s.Growth(); ok {
+		add("RSS at 100% within 20% of RSS at 25%", fmt.Sprintf("%+.1f%% peak (RSS %+.1f%%, anon %+.1f%%)", peak*100, rss*100, anon*100),
 			"within 20%", verdict(peak <= TargetGrowth && peak >= -TargetGrowth))
 	}
 	add("peak RSS of the whole run (its VmHWM as it exits)", fmt.Sprintf("%s (RSS at the end %s, anon %s)",
@@ -660,7 +665,7 @@ func (r *Report) soakRows() []Row {
 	d := s.Dead
 	add(fmt.Sprintf("dead host: connections (first / circuit opened / given up / last at %.2fs / %.2fs / %.2fs / %.2fs)",
 		d.FirstTried.Seconds(), d.Opened.Seconds(), d.GivenUp.Seconds(), d.LastTried.Seconds()), strconv.Itoa(d.Connections),
-		fmt.Sprintf("<= %d (threshold %d + host concurrency %d + %d probes, one per %s rest over %s open)", d.Bound,
+		fmt.Sprintf("<= %d (threshold %d + host concurrency %d + %d probes, one per %s rest over the %s from opening to give-up or last connection)", d.Bound,
 			sc.Breaker.Threshold, s.HostConcurrency, d.Probes, sc.Breaker.Rest, secs(d.OpenSpan)),
 		verdict(d.Connections <= d.Bound))
 	add("dead host: URLs recorded / left", deadOutcome(&DeadRun{DeadResults: d.Results, DeadLeft: d.Left}), "", "")
@@ -733,8 +738,9 @@ func (r *Report) soakNote() string {
 		"high-water mark so far. Goroutines and open descriptors are read by the child before the crawl (the "+
 		"database open) and again as Run returns, then every 10 ms for up to %s until both are back. The dead "+
 		"host's connections are counted by the host; its bound is the breaker's threshold plus the host "+
-		"concurrency, plus one probe per rest period the circuit stayed open until the crawl's end (it never "+
-		"closes, and a URL found after the give-up may still be a probe). The crawl's length is mostly the "+
+		"concurrency, plus one probe per rest period from the circuit's opening to the give-up or the last "+
+		"connection, whichever is later (the circuit never closes, and a URL found after the give-up may still "+
+		"be let through as a probe). The crawl's length is mostly the "+
 		"unhealthy hosts': the retry budget lets a host retry %g of its first attempts of the last minute "+
 		"plus three a minute, so once the flaky host's first attempts are a minute old its last retries go "+
 		"three a minute. The archive is read back with warc.Check after the child exits (not timed).",
