@@ -180,7 +180,10 @@ func TestSoakRowsVerdicts(t *testing.T) {
 		name, row, want string
 		spoil           func(*SoakResult)
 	}{
-		{"peak grew 25%", growth, "MISSED", func(s *SoakResult) { s.Run.Samples[2].HWMKB = 125_000 }},
+		{"RSS grew 25%", growth, "MISSED", func(s *SoakResult) { s.Run.Samples[2].RSSKB = 112_500 }},
+		{"RSS fell 25%", growth, "MISSED", func(s *SoakResult) { s.Run.Samples[2].RSSKB = 67_500 }},
+		// A passing spike raises the peak for good; the RSS it left is what counts.
+		{"only the peak grew", growth, "met", func(s *SoakResult) { s.Run.Samples[2].HWMKB = 150_000 }},
 		{"a goroutine left", goroutines, "MISSED", func(s *SoakResult) { s.Run.Child.Leaks.GoroutinesSettled = 6 }},
 		{"a descriptor left", fds, "MISSED", func(s *SoakResult) { s.Run.Child.Leaks.FDsSettled = 11 }},
 		{"a page fetched twice", healthy, "MISSED", func(s *SoakResult) { s.Healthy.PageRequests = 5 }},
