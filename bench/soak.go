@@ -97,8 +97,7 @@ func (sc *SoakConfig) validate() error {
 	return nil
 }
 
-// The soak's unhealthy hosts, beside BenchSpecs' healthy ones and its dead
-// host ("bench-dead").
+// The soak's unhealthy hosts, beside a dead host and BenchSpecs' healthy ones.
 const (
 	soakFlaky      = "soak-flaky"
 	soakThrottling = "soak-throttling"
@@ -106,16 +105,20 @@ const (
 	soakRefusing   = "soak-refusing"
 )
 
+// soakSpecs puts the unhealthy hosts first: the crawl takes its seeds'
+// hosts in roughly their order, a few hundred at a time, so a host seeded
+// last is first asked for tens of seconds into the crawl, after the
+// recovering host's 503s would be over.
 func soakSpecs(sc SoakConfig) []demosite.HostSpec {
 	n := sc.UnhealthyPages
-	return append(demosite.BenchSpecs(sc.Site.Hosts, sc.Site.Pages, true, sc.DeadURLs),
-		demosite.HostSpec{Name: soakFlaky, Pages: n, Behavior: demosite.Flaky},
-		demosite.HostSpec{Name: soakThrottling, Pages: n, Behavior: demosite.Throttling,
-			MaxRPS: sc.ThrottleRPS, RetryAfterSeconds: 1},
-		demosite.HostSpec{Name: soakRecovering, Pages: n, Behavior: demosite.Recovering, RecoverAfter: sc.RecoverAfter},
+	return append([]demosite.HostSpec{
+		{Name: "bench-dead", Pages: sc.DeadURLs, Behavior: demosite.Dead},
+		{Name: soakFlaky, Pages: n, Behavior: demosite.Flaky},
+		{Name: soakThrottling, Pages: n, Behavior: demosite.Throttling, MaxRPS: sc.ThrottleRPS, RetryAfterSeconds: 1},
+		{Name: soakRecovering, Pages: n, Behavior: demosite.Recovering, RecoverAfter: sc.RecoverAfter},
 		// The default token is the crawler's product name: a case, held for a person.
-		demosite.HostSpec{Name: soakRefusing, Pages: n, Behavior: demosite.Refusing},
-	)
+		{Name: soakRefusing, Pages: n, Behavior: demosite.Refusing},
+	}, demosite.BenchSpecs(sc.Site.Hosts, sc.Site.Pages, false, 0)...)
 }
 
 // SoakResult is the soak section.
@@ -158,7 +161,8 @@ type SoakHost struct {
 	Name     string `json:"name"`
 	Behavior string `json:"behavior"`
 	// Requests are its requests other than robots.txt (the dead host's:
-	// connections accepted), Statuses the same by status.
+	// connections accepted); Statuses counts all of them, robots.txt
+	// included, by status.
 	Requests int         `json:"requests"`
 	Robots   int         `json:"robots"`
 	Statuses map[int]int `json:"statuses,omitempty"`
@@ -166,9 +170,11 @@ type SoakHost struct {
 	Stored storage.HostCounts `json:"stored"`
 	// Transitions counts its breaker transitions by the state entered.
 	Transitions map[string]int `json:"transitions,omitempty"`
-	// Last is when its last request (robots.txt included) arrived, from the
-	// child's start: what kept the crawl running after the healthy pages.
-	Last time.Duration `json:"last_ns"`
+	// First and Last are when its first and last requests (robots.txt
+	// included) arrived, from the child's start: Last tells what kept the
+	// crawl running after the healthy pages.
+	First time.Duration `json:"first_ns"`
+	Last  time.Duration `json:"last_ns"`
 }
 
 // SoakDead is the dead host's account: how often it was tried against the
@@ -471,18 +477,22 @@ func countLogged(path string) (map[string]int, error) {
 
 func soakHostTraffic(h *demosite.Host, start time.Time) SoakHost {
 	out := SoakHost{Name: h.Name, Behavior: h.Spec().Behavior.String(), Statuses: map[int]int{}}
-	if last := lastRequest([]*demosite.Host{h}); !last.IsZero() {
-		out.Last = last.Sub(start)
-	}
-	for _, r := range h.Requests() {
-		if r.Path == "/robots.txt" {
-			out.Robots++
-			continue
-		}
-		out.Requests++
+	reqs := h.Requests()
+	var times []time.Time
+	for _, r := range reqs {
+		times = append(times, r.Time)
 		if h.Spec().Behavior != demosite.Dead {
 			out.Statuses[r.Status]++
 		}
+		if r.Path == "/robots.txt" {
+			out.Robots++
+		} else {
+			out.Requests++
+		}
+	}
+	if len(times) > 0 {
+		first, last := timeRange(times)
+		out.First, out.Last = first.Sub(start), last.Sub(start)
 	}
 	return out
 }
@@ -676,7 +686,7 @@ func (r *Report) soakRows() []Row {
 		if h.Behavior == demosite.Dead.String() {
 			continue
 		}
-		add(fmt.Sprintf("%s host: requests (by status; robots.txt) / fetched, failed, left / transitions / last request at", h.Behavior), h.summary(), "", "")
+		add(fmt.Sprintf("%s host: requests + robots.txt (by status) / fetched, failed, left / transitions / first, last request at", h.Behavior), h.summary(), "", "")
 	}
 	if len(s.Logged) > 0 {
 		var parts []string
@@ -710,7 +720,7 @@ func (r *Report) soakRows() []Row {
 	return rows
 }
 
-// summary reads "312 (200: 220, 500: 92; 1) / 98, 2, 0 / closed 2, half-open 2, open 3 / 41.2s".
+// summary reads "312 + 1 (200: 221, 500: 92) / 98, 2, 0 / closed 2, half-open 2, open 3 / 0.3s, 41.2s".
 func (h SoakHost) summary() string {
 	var st []string
 	for _, code := range slices.Sorted(maps.Keys(h.Statuses)) {
@@ -724,8 +734,8 @@ func (h SoakHost) summary() string {
 		tr = append(tr, "none")
 	}
 	c := h.Stored
-	return fmt.Sprintf("%d (%s; %d) / %d, %d, %d / %s / %s", h.Requests, strings.Join(st, ", "), h.Robots, c.Fetched, c.Failed,
-		c.Queued+c.Deferred, strings.Join(tr, ", "), secs(h.Last))
+	return fmt.Sprintf("%d + %d (%s) / %d, %d, %d / %s / %s, %s", h.Requests, h.Robots, strings.Join(st, ", "), c.Fetched, c.Failed,
+		c.Queued+c.Deferred, strings.Join(tr, ", "), secs(h.First), secs(h.Last))
 }
 
 func (r *Report) soakNote() string {
