@@ -635,8 +635,9 @@ func (r *Report) soakRows() []Row {
 	var rows []Row
 	add := func(fig, val, target, v string) { rows = append(rows, Row{"soak", fig, val, target, v}) }
 	c, sc := s.Run.Child, s.Config
-	add(fmt.Sprintf("pages/s over the whole crawl (%d fetched, %d failed in %s; ended: %s)", c.Fetched, c.Failed,
-		secs(time.Duration(c.CrawlNS)), c.Why), rate(s.PagesPerSec(), "pages/s"), "", "")
+	add(fmt.Sprintf("pages/s over the whole crawl (%d fetched, %d failed in %s)", c.Fetched, c.Failed,
+		secs(time.Duration(c.CrawlNS))), rate(s.PagesPerSec(), "pages/s"), "", "")
+	add("the crawl ended", c.Why, "", "")
 	add(fmt.Sprintf("healthy pages/s until the last was served (%d in %s)", s.Healthy.DistinctPages, secs(s.HealthyDone)),
 		rate(s.HealthyPerSec(), "pages/s"), "", "")
 	t := s.Healthy
@@ -678,15 +679,15 @@ func (r *Report) soakRows() []Row {
 	d := s.Dead
 	add(fmt.Sprintf("dead host: connections (first / circuit opened / given up / last at %.2fs / %.2fs / %.2fs / %.2fs)",
 		d.FirstTried.Seconds(), d.Opened.Seconds(), d.GivenUp.Seconds(), d.LastTried.Seconds()), strconv.Itoa(d.Connections),
-		fmt.Sprintf("<= %d (threshold %d + host concurrency %d + %d probes, one per %s rest over the %s from opening to give-up or last connection)", d.Bound,
-			sc.Breaker.Threshold, s.HostConcurrency, d.Probes, sc.Breaker.Rest, secs(d.OpenSpan)),
+		fmt.Sprintf("<= %d = %d + %d + %d probes (%s open / %s rest)", d.Bound,
+			sc.Breaker.Threshold, s.HostConcurrency, d.Probes, secs(d.OpenSpan), sc.Breaker.Rest),
 		verdict(d.Connections <= d.Bound))
 	add("dead host: URLs recorded / left", deadOutcome(&DeadRun{DeadResults: d.Results, DeadLeft: d.Left}), "", "")
 	for _, h := range s.Unhealthy {
 		if h.Behavior == demosite.Dead.String() {
 			continue
 		}
-		add(fmt.Sprintf("%s host: requests + robots.txt (by status) / fetched, failed, left / transitions / first, last request at", h.Behavior), h.summary(), "", "")
+		add(fmt.Sprintf("%s host: requests + robots.txt (statuses) / fetched, failed, left / transitions / first, last at", h.Behavior), h.summary(), "", "")
 	}
 	if len(s.Logged) > 0 {
 		var parts []string
@@ -750,8 +751,8 @@ func (r *Report) soakNote() string {
 		"20 ms and taken when the healthy hosts have served 25, 50 and 100%% of their pages; peak is VmHWM, the "+
 		"high-water mark so far; the growth verdict is on VmRSS, as the memory section's. Goroutines and open descriptors are read by the child before the crawl (the "+
 		"database open) and again as Run returns, then every 10 ms for up to %s until both are back. The dead "+
-		"host's connections are counted by the host; its bound is the breaker's threshold plus the host "+
-		"concurrency, plus one probe per rest period from the circuit's opening to the give-up or the last "+
+		"host's connections are counted by the host; its bound (threshold + host concurrency + probes) is the "+
+		"breaker's threshold plus the host concurrency, plus one probe per rest period from the circuit's opening to the give-up or the last "+
 		"connection, whichever is later (the circuit never closes, and a URL found after the give-up may still "+
 		"be let through as a probe). The crawl's length is mostly the "+
 		"unhealthy hosts': the retry budget lets a host retry %g of its first attempts of the last minute "+
