@@ -16,8 +16,8 @@ import (
 	"breakwater/bench"
 )
 
-// benchChildCommand is the hidden command the memory section re-executes
-// this binary with, so that only the crawler's memory is measured.
+// benchChildCommand is the hidden command the memory and soak sections
+// re-execute this binary with, so that only the crawler's memory is measured.
 const benchChildCommand = "internal-bench-child"
 
 // benchFlags binds the bench command's flags.
@@ -31,13 +31,19 @@ type benchFlags struct {
 	noWARC     bool
 	hostsFull  bool
 	heapDir    string
+	soak       bool
 	log        logFlags
 }
 
 func (b *benchFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&b.quick, "quick", false, "small configuration for smoke tests (well under a minute)")
-	fs.StringVar(&b.only, "only", "", "comma-separated sections to run: "+strings.Join(bench.AllSections, ",")+" (default all)")
-	fs.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (every section but memory) to this file")
+	fs.StringVar(&b.only, "only", "", "comma-separated sections to run: "+strings.Join(bench.AllSections, ",")+" (default all but soak)")
+	fs.BoolVar(&b.soak, "soak", false, "also run the soak section, left out of the default run for its length (6-13 minutes on 2 cores, "+
+		"most of it the flaky host's last retries, which the retry budget lets through three a minute): "+
+		"100,000 pages on 1,000 hosts plus a dead, a flaky, a throttling, a recovering and a refusing host, with --warc, "+
+		"in a child process; peak RSS along it, goroutines and descriptors left, the dead host's requests (--only soak runs it alone; "+
+		"--quick --soak a small one in under a minute)")
+	fs.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (every section but memory and soak) to this file")
 	fs.DurationVar(&b.offCap, "breaker-off-cap", 0, "stop the breaker-off dead-host run after this long (default 40m, which runs it to the end in about 17m; --quick 10s)")
 	fs.BoolVar(&b.noWARC, "no-warc", false, "skip the crawl section's second crawl, with --warc")
 	fs.BoolVar(&b.hostsFull, "hosts-full", false, "run the hosts section at issue 16's sizes (100,000 hosts with queued URLs, 50,000 failing hosts: several minutes)")
@@ -91,6 +97,9 @@ func (b *benchFlags) config(stderr io.Writer) (bench.Config, error) {
 	if err != nil {
 		return cfg, usagef("--only: %v", err)
 	}
+	if b.soak {
+		sections[bench.SectionSoak] = true
+	}
 	cfg.Sections = sections
 	if b.offCap > 0 {
 		cfg.BreakerOffCap = b.offCap
@@ -107,7 +116,7 @@ func (b *benchFlags) config(stderr io.Writer) (bench.Config, error) {
 	cfg.Log = func(format string, args ...any) { fmt.Fprintf(stderr, "bench: "+format+"\n", args...) }
 	exe, err := os.Executable()
 	if err != nil {
-		return cfg, fmt.Errorf("find this binary for the memory section: %w", err)
+		return cfg, fmt.Errorf("find this binary for the memory and soak sections: %w", err)
 	}
 	cfg.Child = func(ctx context.Context, args []string) *exec.Cmd {
 		return exec.CommandContext(ctx, exe, append([]string{benchChildCommand}, args...)...)
@@ -135,7 +144,7 @@ func startCPUProfile(path string) (func() error, error) {
 	}, nil
 }
 
-// runBenchChild is the hidden entry point of the memory section's child.
+// runBenchChild is the hidden entry point of the memory and soak sections' child.
 func runBenchChild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return bench.Child(ctx, args, stdout)
 }

@@ -34,6 +34,7 @@ type Report struct {
 	Frontier *FrontierResult `json:"frontier,omitempty"`
 	Memory   *MemoryResult   `json:"memory,omitempty"`
 	Hosts    *HostsResult    `json:"hosts,omitempty"`
+	Soak     *SoakResult     `json:"soak,omitempty"`
 }
 
 // runner carries one Run's state: its config, its temporary directory and
@@ -75,6 +76,7 @@ func (r *runner) sections(ctx context.Context) error {
 		{cfg.runs(SectionFrontier), r.frontierSection},
 		{cfg.runs(SectionMemory) && cfg.Child != nil, r.memory},
 		{cfg.runs(SectionHosts) && cfg.Child != nil, r.hostsSection},
+		{cfg.runs(SectionSoak) && cfg.Child != nil, r.soak},
 	}
 	for _, s := range steps {
 		if !s.run {
@@ -104,6 +106,9 @@ func (c *Config) validate() error {
 		return errors.New("bench: dead URLs, dead links per page, timeout and give-up must be positive")
 	case c.FrontierURLs < 1 || c.FrontierHosts < 1 || c.FrontierPasses < 1 || c.QueuedPages < 1:
 		return errors.New("bench: frontier URLs, hosts, passes and queued pages must be positive")
+	}
+	if c.runs(SectionSoak) {
+		return c.Soak.validate()
 	}
 	return nil
 }

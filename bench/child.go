@@ -34,6 +34,14 @@ type ChildReport struct {
 	WallNS      int64 `json:"wall_ns"`  // the whole crawl, seeds included
 	VmHWMKB     int64 `json:"vmhwm_kb"` // the child's own peak RSS at the end
 	AnonKB      int64 `json:"anon_kb"`  // its anonymous RSS at the end
+	RSSKB       int64 `json:"rss_kb"`   // its VmRSS at the end
+	// CrawlNS is crawl.New to Run's return: the crawl alone, without
+	// checking the seeds or the leak check's wait after it.
+	CrawlNS  int64  `json:"crawl_ns,omitempty"`
+	Why      string `json:"why,omitempty"`       // crawl.Summary.Why
+	HeldWork int    `json:"held_work,omitempty"` // URLs of hosts held by a case or a pause
+	// Leaks is the goroutine and descriptor check (--settle only).
+	Leaks *LeakCheck `json:"leaks,omitempty"`
 }
 
 // Child is the entry point of the memory section's child process: a crawl
@@ -53,10 +61,21 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&o.MaxPages, "max-pages", 0, "stop after this many pages")
 	pagesAfterSeeds := fs.Int("pages-after-seeds", 0, "stop after this many pages fetched once every seed is queued (instead of --max-pages)")
 	fs.DurationVar(&o.Delay, "delay", 0, "politeness gap per host")
-	fs.DurationVar(&o.GiveUpAfter, "give-up-after", o.GiveUpAfter, "give a host up once open this long")
-	fs.IntVar(&o.Breaker.Threshold, "breaker-threshold", o.Breaker.Threshold, "consecutive failures that open a host's circuit")
 	fs.StringVar(&o.Proxy, "proxy", "", "send requests through this proxy (the many-hosts site's SOCKS5 front)")
 	heapProfile := fs.String("heapprofile", "", "write a heap profile here each time the heap in use reaches a new high")
+	// The soak's settings; their defaults are the crawl's.
+	fs.StringVar(&o.WARC.Dir, "warc", "", "write WARC files into this directory")
+	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "request timeout (the connect timeout is at most this)")
+	fs.IntVar(&o.Breaker.Threshold, "breaker-threshold", o.Breaker.Threshold, "consecutive failures that open a host's circuit")
+	fs.DurationVar(&o.Breaker.Rest, "breaker-rest", o.Breaker.Rest, "rest of an open circuit")
+	fs.IntVar(&o.Breaker.Probes, "breaker-probes", o.Breaker.Probes, "probe successes that close a circuit")
+	fs.DurationVar(&o.GiveUpAfter, "give-up-after", o.GiveUpAfter, "give a host up once its circuit was open this long")
+	fs.DurationVar(&o.RetryBase, "retry-base", o.RetryBase, "first retry backoff")
+	fs.DurationVar(&o.RetryMax, "retry-max", o.RetryMax, "longest retry backoff and Retry-After")
+	fs.Float64Var(&o.RetryBudget, "retry-budget", o.RetryBudget, "retries a host may make per first attempt in a minute")
+	settle := fs.Duration("settle", 0, "after the crawl, wait up to this long for goroutines and open descriptors to fall back to their counts before it, and report them (0: no check)")
+	nofile := fs.Uint64("nofile", 0, "raise RLIMIT_NOFILE to at least this many descriptors")
+	logPath := fs.String("log", "", "write the crawl's warnings and errors to this file, as JSON lines")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("bench child: %w", err)
 	}
@@ -65,7 +84,23 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 		stop := profileHeapPeaks(*heapProfile)
 		defer stop()
 	}
+	if *logPath != "" {
+		f, err := os.Create(*logPath)
+		if err != nil {
+			return fmt.Errorf("bench child: %w", err)
+		}
+		defer f.Close()
+		o.Logger = slog.New(slog.NewJSONHandler(f, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
 	o.Sitemaps = false // the bench site has none: their 404s are not pages
+	o.ConnectTimeout = min(o.ConnectTimeout, o.Timeout)
+	var noFileLimit uint64
+	if *nofile > 0 {
+		var err error
+		if noFileLimit, err = raiseNoFile(*nofile); err != nil {
+			return fmt.Errorf("bench child: %w", err)
+		}
+	}
 	start := time.Now()
 	if *fill != "" {
 		return fillFrontier(o, *dbPath, *fill, start, stdout)
@@ -84,6 +119,12 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer db.Close()
+	// The baseline is taken with the database open, as it still is when
+	// Run returns: what is left above it is the crawl's.
+	var leaks *leakBaseline
+	if *settle > 0 {
+		leaks = takeLeakBaseline()
+	}
 	endWatch := func() {}
 	if *pagesAfterSeeds > 0 {
 		var stop context.CancelFunc
@@ -96,12 +137,18 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 		}()
 		endWatch = func() { stop(); <-watched }
 	}
+	crawlStart := time.Now()
 	sum, err := crawlDB(ctx, o, db)
+	rep.CrawlNS = int64(time.Since(crawlStart))
 	endWatch() // before rep is read
 	if err != nil {
 		return err
 	}
-	rep.Exhausted = sum.Exhausted
+	if leaks != nil {
+		rep.Leaks = leaks.check(*settle)
+		rep.Leaks.NoFile = noFileLimit
+	}
+	rep.Exhausted, rep.Why, rep.HeldWork = sum.Exhausted, sum.Why, sum.HeldWork
 	return rep.finish(stdout, start, sum.Counts)
 }
 
@@ -109,7 +156,7 @@ func (rep *ChildReport) finish(stdout io.Writer, start time.Time, c storage.Coun
 	rep.WallNS = int64(time.Since(start))
 	rep.Fetched, rep.Failed, rep.Queued = c.Fetched, c.Failed, c.Queued
 	if st, err := readProcStatus("self"); err == nil {
-		rep.VmHWMKB, rep.AnonKB = st.hwmKB, st.anonKB
+		rep.VmHWMKB, rep.AnonKB, rep.RSSKB = st.hwmKB, st.anonKB, st.rssKB
 	}
 	return json.NewEncoder(stdout).Encode(rep)
 }

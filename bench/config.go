@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,17 +21,22 @@ const (
 	SectionFrontier = "frontier"
 	SectionMemory   = "memory"
 	SectionHosts    = "hosts"
+	SectionSoak     = "soak"
 )
 
 // AllSections lists every section in run order.
-var AllSections = []string{SectionCeiling, SectionCrawl, SectionRecrawl, SectionDead, SectionFrontier, SectionMemory, SectionHosts}
+var AllSections = []string{SectionCeiling, SectionCrawl, SectionRecrawl, SectionDead, SectionFrontier, SectionMemory, SectionHosts, SectionSoak}
+
+// DefaultSections are the sections a run selects when none is named: all
+// but the soak, which takes minutes on its own and must be asked for.
+var DefaultSections = []string{SectionCeiling, SectionCrawl, SectionRecrawl, SectionDead, SectionFrontier, SectionMemory, SectionHosts}
 
 // ParseSections turns "ceiling,crawl" into a set, rejecting unknown names.
-// An empty string selects every section.
+// An empty string selects DefaultSections.
 func ParseSections(list string) (map[string]bool, error) {
 	set := make(map[string]bool)
 	if strings.TrimSpace(list) == "" {
-		for _, s := range AllSections {
+		for _, s := range DefaultSections {
 			set[s] = true
 		}
 		return set, nil
@@ -69,7 +75,7 @@ func (s Size) String() string { return fmt.Sprintf("%d hosts x %d pages", s.Host
 // Config is one benchmark configuration. DefaultConfig is the full run the
 // issue specifies; QuickConfig a smoke test well under a minute.
 type Config struct {
-	Sections map[string]bool // which sections run; nil means all
+	Sections map[string]bool // which sections run; nil means DefaultSections
 
 	// Ceiling, crawl and recrawl.
 	Site            Size // 200 x 60
@@ -123,6 +129,11 @@ type Config struct {
 	// Nil skips the memory section.
 	Child func(ctx context.Context, args []string) *exec.Cmd
 
+	// Soak (opt-in): one child crawl of SoakSite's healthy hosts plus a
+	// dead, a flaky, a throttling, a recovering and a refusing host, with
+	// --warc, Workers and HostConcurrency as above.
+	Soak SoakConfig
+
 	TempDir string                           // parent of the run's temporary directory; "" means os.TempDir
 	Logger  *slog.Logger                     // the crawls' logger; nil discards
 	Now     func() time.Time                 // nil means time.Now
@@ -152,6 +163,7 @@ func DefaultConfig() Config {
 			{Pages: 1, Bytes: 64 << 20, Workers: 32, HostConcurrency: 1}},
 		ManyHosts: Size{10_000, 2}, FailingHosts: Size{5_000, 3}, FailingGiveUp: 30 * time.Second,
 		HostsCap: 20 * time.Minute,
+		Soak:     DefaultSoakConfig(),
 	}
 }
 
@@ -178,10 +190,16 @@ func QuickConfig() Config {
 	c.LargePages = []PageSize{{Pages: 4, Bytes: 1 << 20, Workers: 4, HostConcurrency: 4}}
 	c.ManyHosts, c.FailingHosts, c.FailingGiveUp = Size{500, 2}, Size{300, 3}, 5*time.Second
 	c.FailingThreshold = 2
+	c.Soak = QuickSoakConfig()
 	return c
 }
 
-func (c *Config) runs(section string) bool { return c.Sections == nil || c.Sections[section] }
+func (c *Config) runs(section string) bool {
+	if c.Sections == nil {
+		return slices.Contains(DefaultSections, section)
+	}
+	return c.Sections[section]
+}
 
 func (c *Config) now() time.Time {
 	if c.Now == nil {

@@ -43,6 +43,7 @@ type DeadRun struct {
 	DeadOpened      time.Duration `json:"dead_opened_ns"`
 	DeadGivenUp     time.Duration `json:"dead_given_up_ns"`
 	opened, givenUp time.Time     // read from the file, made relative in deadRun
+	firstDown       time.Time     // the first URL recorded host-down: the give-up itself
 }
 
 // DeadResult is the dead-host section: the same crawl without the dead
@@ -239,6 +240,9 @@ func inspectDead(db *storage.DB, host string, out *DeadRun) error {
 		out.DeadResults[res.ErrorClass]++
 		if res.ErrorClass == "host-down" && res.FetchedAt.After(out.givenUp) {
 			out.givenUp = res.FetchedAt
+		}
+		if res.ErrorClass == "host-down" && (out.firstDown.IsZero() || res.FetchedAt.Before(out.firstDown)) {
+			out.firstDown = res.FetchedAt
 		}
 		return nil
 	})

@@ -13,6 +13,10 @@
 //	frontier  enqueue and lease+complete throughput of the bbolt frontier
 //	memory    peak RSS of a crawl process with a million queued URLs, and RSS
 //	          along a 100,000-page crawl, measured in a child process
+//	soak      (opt-in) a 100,000-page crawl of 1,000 hosts plus unhealthy ones,
+//	          with --warc, in a child process: pages/s, peak RSS along it, its
+//	          goroutines and descriptors after Run against before, and the
+//	          dead host's requests against the breaker's bound
 //
 // Every figure is measured, never estimated, unless the report says so (a
 // run capped by time gives lower bounds, labelled as such). Targets are

@@ -56,7 +56,8 @@ func TestParseSections(t *testing.T) {
 		want    []string
 		wantErr bool
 	}{
-		{"", AllSections, false},
+		{"", DefaultSections, false},
+		{"soak", []string{"soak"}, false},
 		{"crawl", []string{"crawl"}, false},
 		{"recrawl", []string{"recrawl"}, false},
 		{" dead , memory", []string{"dead", "memory"}, false},

@@ -33,7 +33,8 @@ type MemoryRun struct {
 	PeakAnonKB int64       `json:"peak_anon_kb"`
 	Samples    []RSSSample `json:"samples,omitempty"`
 
-	last RSSSample // the latest sample, standing in for 100% if the child exits between samples
+	last  RSSSample // the latest sample, standing in for 100% if the child exits between samples
+	start time.Time // when the child was started
 }
 
 // RSSSample is the child's VmRSS when the site had served Percent of the
@@ -43,6 +44,7 @@ type RSSSample struct {
 	Pages   int   `json:"pages"`
 	RSSKB   int64 `json:"rss_kb"`
 	AnonKB  int64 `json:"anon_kb"`
+	HWMKB   int64 `json:"hwm_kb"` // VmHWM: the peak so far
 }
 
 // MemoryResult is the memory section.
@@ -159,13 +161,22 @@ type sampler func(st procStatus, run *MemoryRun)
 // growthSampler records VmRSS when the site has served 25, 50 and 100% of
 // its pages (robots.txt requests, one a host, discounted).
 func growthSampler(site *demosite.Site, size Size) sampler {
+	return percentSampler(size.URLs(), func() int { return totalRequests(site) - size.Hosts })
+}
+
+// percentSampler records a sample when served() reaches 25, 50 and 100%
+// of total.
+func percentSampler(total int, served func() int) sampler {
 	next := 0
 	percents := []int{25, 50, 100}
 	return func(st procStatus, run *MemoryRun) {
-		pages := totalRequests(site) - size.Hosts
-		run.last = RSSSample{Percent: 100, Pages: pages, RSSKB: st.rssKB, AnonKB: st.anonKB}
-		for next < len(percents) && pages >= size.URLs()*percents[next]/100 {
-			run.Samples = append(run.Samples, RSSSample{Percent: percents[next], Pages: pages, RSSKB: st.rssKB, AnonKB: st.anonKB})
+		pages := served()
+		at := func(percent int) RSSSample {
+			return RSSSample{Percent: percent, Pages: pages, RSSKB: st.rssKB, AnonKB: st.anonKB, HWMKB: st.hwmKB}
+		}
+		run.last = at(100)
+		for next < len(percents) && pages >= total*percents[next]/100 {
+			run.Samples = append(run.Samples, at(percents[next]))
 			next++
 		}
 	}
@@ -208,6 +219,7 @@ func (r *runner) runChild(ctx context.Context, c childRun) (*MemoryRun, error) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	run := &MemoryRun{Name: c.name}
 	start := r.cfg.now()
+	run.start = start
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("memory %s: start child: %w", c.name, err)
 	}

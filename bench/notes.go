@@ -51,6 +51,9 @@ func (r *Report) Notes() []string {
 	if h := r.Hosts; h != nil {
 		notes = append(notes, h.note())
 	}
+	if r.Soak != nil {
+		notes = append(notes, r.soakNote())
+	}
 	return notes
 }
 

@@ -57,6 +57,7 @@ func (r *Report) Rows() []Row {
 	rows = append(rows, r.frontierRows()...)
 	rows = append(rows, r.memoryRows()...)
 	rows = append(rows, r.hostsRows()...)
+	rows = append(rows, r.soakRows()...)
 	if r.Quick {
 		// The targets are for the sizes: at a fraction of them a
 		// verdict only hints, and must not read like the real one.
