@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/nlnwa/gowarc/v3"
 )
@@ -42,10 +43,16 @@ var checkOptions = []gowarc.WarcRecordOption{
 	gowarc.WithBlockErrorPolicy(gowarc.ErrWarn),
 }
 
+var checking sync.Mutex
+
 // Check reads every WARC file in dir: each record parsed, its block and
 // payload digests recomputed, and every request paired with its response
 // (or revisit) through WARC-Concurrent-To.
 func Check(dir string) (*Report, error) {
+	// gowarc's readers write a global of the uuid package as they are made:
+	// two Checks at once (verify beside a test's own check) would race.
+	checking.Lock()
+	defer checking.Unlock()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("warc-check: %w", err)
