@@ -139,6 +139,7 @@ type SoakResult struct {
 	Dead      SoakDead   `json:"dead"`
 	DBBytes   int64      `json:"db_bytes"` // the child's database file at the end
 	WARC      SoakWARC   `json:"warc"`
+	Verify    SoakVerify `json:"verify"`
 	// HealthyRetried is the healthy pages whose stored result took more
 	// than one attempt; Refetched the first few healthy pages asked more
 	// than once, with each request's status and time from the child's start.
@@ -343,11 +344,39 @@ func (r *runner) soak(ctx context.Context) error {
 	if err := res.inspectFile(dbPath, healthy, unhealthy, run); err != nil {
 		return fmt.Errorf("soak: %w", err)
 	}
-	cfg.logf("soak: reading the archive back (warc.Check)")
-	if res.WARC, err = soakArchive(warcDir, healthy); err != nil {
+	cfg.logf("soak: reading the archive back (warc.Check) and verifying the database against it")
+	var archived map[string]int
+	if res.WARC, archived, err = soakArchive(warcDir, healthy); err != nil {
+		return fmt.Errorf("soak: %w", err)
+	}
+	if res.Verify, err = verifyFile(dbPath, archived); err != nil {
 		return fmt.Errorf("soak: %w", err)
 	}
 	return nil
+}
+
+// SoakVerify is storage's Verify of the crawl's file against its archive,
+// the check `breakwater verify --db --warc` runs: bbolt's own, the crawl's
+// invariants, every page done archived.
+type SoakVerify struct {
+	OK       bool     `json:"ok"`
+	Problems []string `json:"problems,omitempty"` // the first few
+	Omitted  int      `json:"omitted,omitempty"`
+	Seen     int64    `json:"seen"`
+}
+
+func verifyFile(path string, archived map[string]int) (SoakVerify, error) {
+	db, err := storage.Open(path, &storage.Options{ReadOnly: true})
+	if err != nil {
+		return SoakVerify{}, err
+	}
+	defer db.Close()
+	rep, err := db.Verify(storage.VerifyOptions{Archive: archived})
+	if err != nil {
+		return SoakVerify{}, fmt.Errorf("verify %s: %w", path, err)
+	}
+	return SoakVerify{OK: rep.OK(), Problems: rep.Problems[:min(len(rep.Problems), maxProblems)],
+		Omitted: rep.Omitted + max(len(rep.Problems)-maxProblems, 0), Seen: rep.Seen}, nil
 }
 
 // splitHosts separates the healthy hosts from the others.
@@ -599,16 +628,17 @@ func timeRange(ts []time.Time) (first, last time.Time) {
 	return first, last
 }
 
-// soakArchive reads the archive back and finds each healthy page in it.
-func soakArchive(dir string, healthy []*demosite.Host) (SoakWARC, error) {
+// soakArchive reads the archive back and finds each healthy page in it. It
+// also returns the archive's count of response and revisit records by URL.
+func soakArchive(dir string, healthy []*demosite.Host) (SoakWARC, map[string]int, error) {
 	var w SoakWARC
 	var err error
 	if w.Files, w.Bytes, err = warcFiles(dir); err != nil {
-		return w, err
+		return w, nil, err
 	}
 	rep, err := warc.Check(dir)
 	if err != nil {
-		return w, err
+		return w, nil, err
 	}
 	w.Records, w.CheckOK, w.NProblems, w.Unfinished = rep.Records, rep.OK(), len(rep.Problems), rep.Unfinished
 	w.Problems = rep.Problems[:min(len(rep.Problems), maxProblems)]
@@ -624,7 +654,7 @@ func soakArchive(dir string, healthy []*demosite.Host) (SoakWARC, error) {
 			}
 		}
 	}
-	return w, nil
+	return w, rep.Responses, nil
 }
 
 func (r *Report) soakRows() []Row {
@@ -713,6 +743,12 @@ func (r *Report) soakRows() []Row {
 		w.Files, mb(w.Bytes), w.Records["response"], w.Records["revisit"]),
 		fmt.Sprintf("%s; %d / %d (%d in more, %d in none)", check, w.HealthyOnce, sc.Site.URLs(), w.HealthyTwice, w.HealthyMissing),
 		"clean, all once", v)
+	vv, verdictV := fmt.Sprintf("clean (%d URLs seen)", s.Verify.Seen), "met"
+	if !s.Verify.OK {
+		vv = fmt.Sprintf("%d problems: %s", len(s.Verify.Problems)+s.Verify.Omitted, strings.Join(s.Verify.Problems[:min(len(s.Verify.Problems), 3)], "; "))
+		verdictV = verdictFailed
+	}
+	add("verify: the database's invariants, every page done in the archive", vv, "clean", verdictV)
 	childLimit := "not raised"
 	if c.Leaks != nil && c.Leaks.NoFile > 0 {
 		childLimit = strconv.FormatUint(c.Leaks.NoFile, 10)
@@ -757,7 +793,8 @@ func (r *Report) soakNote() string {
 		"be let through as a probe). The crawl's length is mostly the "+
 		"unhealthy hosts': the retry budget lets a host retry %g of its first attempts of the last minute "+
 		"plus three a minute, so once the flaky host's first attempts are a minute old its last retries go "+
-		"three a minute. The archive is read back with warc.Check after the child exits (not timed).",
+		"three a minute. The archive is read back with warc.Check after the child exits (not timed), and the "+
+		"database checked against it by storage's Verify, the check `breakwater verify --db --warc` runs.",
 		sc.Site.Hosts, sc.Site.Pages, sc.DeadURLs, sc.ThrottleRPS, sc.RecoverAfter, sc.UnhealthyPages, s.Workers, s.HostConcurrency,
 		sc.Timeout, sc.RetryBase, sc.RetryMax, sc.RetryBudget, sc.Breaker.Threshold, sc.Breaker.Rest, sc.Breaker.Probes,
 		sc.GiveUpAfter, sc.Settle, sc.RetryBudget)

@@ -57,6 +57,9 @@ func TestSoakTiny(t *testing.T) {
 	if w := s.WARC; !w.CheckOK || w.Files < 1 || w.HealthyOnce == 0 || w.HealthyOnce+w.HealthyTwice+w.HealthyMissing != 400 {
 		t.Errorf("archive = %+v; want it to read back clean, each of the 400 healthy pages counted once", w)
 	}
+	if !s.Verify.OK || s.Verify.Seen == 0 {
+		t.Errorf("verify = %+v; want the file and archive clean", s.Verify)
+	}
 	if s.DBBytes <= 0 {
 		t.Error("no database file size")
 	}
@@ -158,7 +161,7 @@ func checkSoakTable(t *testing.T, rep *Report) {
 	for _, want := range []string{"pages/s over the whole crawl", "healthy pages: page requests / distinct served / pages",
 		"peak RSS at 25% of the healthy pages", "RSS at 100% within 20% of RSS at 25%", "goroutines: before the crawl",
 		"open descriptors: before the crawl", "dead host: connections", "flaky host:", "throttling host:",
-		"recovering host:", "refusing host:", "warc.Check", "RLIMIT_NOFILE", "Soak: 20 healthy hosts of 20 pages"} {
+		"recovering host:", "refusing host:", "warc.Check", "verify: the database's invariants", "RLIMIT_NOFILE", "Soak: 20 healthy hosts of 20 pages"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
@@ -176,7 +179,8 @@ func TestSoakRowsVerdicts(t *testing.T) {
 					Leaks: &LeakCheck{GoroutinesBefore: 5, GoroutinesAtEnd: 9, GoroutinesSettled: 5, FDsBefore: 10, FDsAtEnd: 12, FDsSettled: 10}}},
 			Healthy: Traffic{PageRequests: 4, DistinctPages: 4},
 			Dead:    SoakDead{Connections: 15, Bound: 15, Probes: 3},
-			WARC:    SoakWARC{CheckOK: true, HealthyOnce: 4}}
+			WARC:    SoakWARC{CheckOK: true, HealthyOnce: 4},
+			Verify:  SoakVerify{OK: true, Seen: 9}}
 	}
 	verdicts := func(s *SoakResult) map[string]string {
 		got := map[string]string{}
@@ -196,9 +200,10 @@ func TestSoakRowsVerdicts(t *testing.T) {
 		healthy    = "healthy pages"
 		dead       = "dead host"
 		archive    = "WARC"
+		verified   = "verify"
 	)
 	ok := verdicts(base())
-	for _, k := range []string{growth, goroutines, fds, healthy, dead, archive} {
+	for _, k := range []string{growth, goroutines, fds, healthy, dead, archive, verified} {
 		if ok[k] != "met" {
 			t.Errorf("%q: verdict %q on good figures, want met (%v)", k, ok[k], ok)
 		}
@@ -218,6 +223,9 @@ func TestSoakRowsVerdicts(t *testing.T) {
 		{"dead host over its bound", dead, "MISSED", func(s *SoakResult) { s.Dead.Connections = 16 }},
 		{"archive not clean", archive, verdictFailed, func(s *SoakResult) { s.WARC.CheckOK = false }},
 		{"a page archived twice", archive, verdictFailed, func(s *SoakResult) { s.WARC.HealthyTwice = 1 }},
+		{"verify found a problem", verified, verdictFailed, func(s *SoakResult) {
+			s.Verify = SoakVerify{Problems: []string{"seen 9 != fetched 4 + failed 0 + queued 4"}}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
