@@ -54,7 +54,7 @@ func printStatus(w io.Writer, st *control.Status) {
 	}
 	if lf := st.LocalFault; lf != nil {
 		fmt.Fprintf(w, "LOCAL FAULT  fetching paused since %s: %d of %d active hosts failing at once (%s); probing %s, %d rounds, next at %s\n",
-			lf.TrippedAt.Format(time.TimeOnly), lf.FailingHosts, lf.ActiveHosts, errorKinds(lf.ErrorKinds),
+			lf.TrippedAt.Format(time.TimeOnly), lf.FailingHosts, lf.ActiveHosts, control.DescribeKinds(lf.ErrorKinds),
 			strings.Join(lf.Probing, " "), lf.ProbeRounds, lf.NextProbe.Format(time.TimeOnly))
 	}
 	printSettings(w, st.Settings)
@@ -124,12 +124,4 @@ func printSettings(w io.Writer, settings map[string]json.RawMessage) {
 		}
 		fmt.Fprintf(w, "  --%-18s %s\n", k, v)
 	}
-}
-
-func errorKinds(kinds map[string]int) string {
-	var parts []string
-	for _, k := range sortedKeys(kinds) {
-		parts = append(parts, fmt.Sprintf("%s %d", k, kinds[k]))
-	}
-	return strings.Join(parts, ", ")
 }

@@ -2,6 +2,10 @@ package control
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"breakwater/storage"
@@ -62,6 +66,16 @@ type Status struct {
 	// LocalFault is set while a running crawl is paused by its local-fault
 	// guard: many hosts failed at once, so the fault is likely ours.
 	LocalFault *LocalFault `json:"local_fault,omitempty"`
+}
+
+// DescribeKinds lists error kinds with their counts, by kind: "dns 1,
+// timeout 6", as the incident's log line and `status` show them.
+func DescribeKinds(kinds map[string]int) string {
+	parts := make([]string, 0, len(kinds))
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, kinds[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // LocalFault describes a local-fault incident under way.

@@ -14,7 +14,6 @@ package crawl
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -239,8 +238,6 @@ type faultGuard struct {
 	resume   chan struct{} // closed when the incident ends
 	ended    time.Time     // when the last incident ended
 	probing  map[string]int
-	// count is the incidents of this run.
-	count int
 	// probeCtx ends the probes when the workers stop; rounds counts the
 	// rounds still running, which Run waits for.
 	probeCtx    context.Context
@@ -313,7 +310,6 @@ func (g *faultGuard) trip(inc *incident) bool {
 		return false
 	}
 	g.incident, g.resume = inc, make(chan struct{})
-	g.count++
 	g.paused.Store(true)
 	return true
 }
@@ -410,7 +406,7 @@ func (e *Engine) watchLocalFault(now time.Time) {
 	// Requests in flight are waiting on the same fault: cut them short,
 	// which gives their URLs back unattempted.
 	e.hosts.abortAll()
-	kinds := describeKinds(inc.kinds)
+	kinds := control.DescribeKinds(inc.kinds)
 	e.log.Error("local fault suspected: many hosts that were answering fail at once, so the fault is "+
 		"likely ours (DNS, egress, certificates, the network); all fetching is paused and a few hosts are "+
 		"probed until one answers. No host is given up on meanwhile.",
@@ -419,14 +415,6 @@ func (e *Engine) watchLocalFault(now time.Time) {
 	e.opts.Metrics.LocalFault()
 	e.opts.Notify.Send("local-fault", map[string]any{"failing_hosts": inc.failing, "active_hosts": inc.active,
 		"errors": inc.kinds, "since": inc.since.UTC().Format(time.RFC3339)})
-}
-
-func describeKinds(kinds map[string]int) string {
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(kinds)) {
-		parts = append(parts, fmt.Sprintf("%s %d", k, kinds[k]))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // probeRound starts the round of probes due at now, if any. Each probe
