@@ -8,19 +8,22 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"breakwater/control"
+	"breakwater/redisstore"
 	"breakwater/storage"
 )
 
 func runHosts(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("hosts", "hosts [flags]", stdout)
-	dbPath := fs.String("db", "breakwater.db", "database file (a running crawl on it answers through its control socket)")
+	dbPath := targetFlags(fs, "database file (a running crawl on it answers through its control socket)")
 	state := fs.String("state", "", "only hosts in this state: open, half-open, closed, paused or case")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	return withAPI(*dbPath, func(a control.API) error {
+	return withAPI(dbPath.name(), func(a control.API) error {
 		rows, err := a.Hosts(*state)
 		if err != nil {
 			return usageError{err}
@@ -41,7 +44,7 @@ func runHosts(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 func runTransitions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("transitions", "transitions [flags]", stdout)
-	dbPath := fs.String("db", "breakwater.db", "database file")
+	dbPath := targetFlags(fs, "database file")
 	host := fs.String("host", "", "only this host")
 	since := fs.Duration("since", 0, "only transitions within this long ago (0: all)")
 	asJSON := fs.Bool("json", false, "print JSON instead of text")
@@ -52,7 +55,7 @@ func runTransitions(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *since > 0 {
 		from = time.Now().Add(-*since)
 	}
-	return withAPI(*dbPath, func(a control.API) error {
+	return withAPI(dbPath.name(), func(a control.API) error {
 		ts, err := a.Transitions(*host, from)
 		if err != nil {
 			return err
@@ -80,7 +83,7 @@ func printTransitions(w io.Writer, ts []storage.Transition) {
 
 func runCases(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("cases", "cases [resolve HOST] [flags]", stdout)
-	dbPath := fs.String("db", "breakwater.db", "database file")
+	dbPath := targetFlags(fs, "database file")
 	asJSON := fs.Bool("json", false, "print JSON instead of text")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -90,7 +93,7 @@ func runCases(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if rest[0] != "resolve" || len(rest) != 2 {
 			return usagef("cases: want no arguments, or 'resolve HOST'")
 		}
-		return withAPI(*dbPath, func(a control.API) error {
+		return withAPI(dbPath.name(), func(a control.API) error {
 			if err := a.ResolveCase(rest[1]); err != nil {
 				return err
 			}
@@ -98,7 +101,7 @@ func runCases(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return nil
 		})
 	}
-	return withAPI(*dbPath, func(a control.API) error {
+	return withAPI(dbPath.name(), func(a control.API) error {
 		cases, err := a.Cases()
 		if err != nil {
 			return err
@@ -123,7 +126,7 @@ func runCases(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 func runPause(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("pause", "pause HOST --reason TEXT [flags]", stdout)
-	dbPath := fs.String("db", "breakwater.db", "database file")
+	dbPath := targetFlags(fs, "database file")
 	reason := fs.String("reason", "", "why (recorded in the transition log; required)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -131,7 +134,7 @@ func runPause(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() != 1 || *reason == "" {
 		return usagef("pause: want exactly one HOST and a --reason")
 	}
-	return withAPI(*dbPath, func(a control.API) error {
+	return withAPI(dbPath.name(), func(a control.API) error {
 		if err := a.Pause(fs.Arg(0), *reason); err != nil {
 			return err
 		}
@@ -142,14 +145,14 @@ func runPause(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 func runUnpause(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("unpause", "unpause HOST [flags]", stdout)
-	dbPath := fs.String("db", "breakwater.db", "database file")
+	dbPath := targetFlags(fs, "database file")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usagef("unpause: want exactly one HOST")
 	}
-	return withAPI(*dbPath, func(a control.API) error {
+	return withAPI(dbPath.name(), func(a control.API) error {
 		if err := a.Unpause(fs.Arg(0)); err != nil {
 			return err
 		}
@@ -158,9 +161,34 @@ func runUnpause(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	})
 }
 
+// target is the crawl a command reads: a file (--db), or a fleet's store
+// (--store).
+type target struct{ db, store *string }
+
+func targetFlags(fs *pflag.FlagSet, dbHelp string) target {
+	return target{db: fs.String("db", "breakwater.db", dbHelp),
+		store: fs.String("store", "", "a fleet crawl's store instead of --db: redis://[:PASSWORD@]HOST:PORT[/DB] (password also from $"+redisstore.PasswordEnv+")")}
+}
+
+func (t target) name() string {
+	if *t.store != "" {
+		return *t.store
+	}
+	return *t.db
+}
+
 // withAPI calls fn with the API of the crawl on dbPath: the running crawl
-// through its control socket, or else the file.
+// through its control socket, or else the file; or a fleet's store, which
+// every process of the fleet reads and writes.
 func withAPI(dbPath string, fn func(control.API) error) (err error) {
+	if redisstore.IsURL(dbPath) {
+		st, err := redisstore.Open(context.Background(), dbPath, redisstore.ReadOnly)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		return fn(redisstore.NewAPI(st))
+	}
 	api, closeFn, err := control.Open(dbPath, func() (*storage.DB, error) { return openExisting(dbPath) })
 	if err != nil {
 		return err

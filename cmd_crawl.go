@@ -21,6 +21,7 @@ import (
 	"breakwater/control"
 	"breakwater/crawl"
 	"breakwater/fetch"
+	"breakwater/redisstore"
 	"breakwater/storage"
 )
 
@@ -43,11 +44,14 @@ type crawlFlags struct {
 	given func(flag string) bool
 	// cleanup removes what reading the seeds made (standard input's copy).
 	cleanup func()
+	store   string // --store: a fleet's Redis store instead of --db
 }
 
 func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
 	o := &c.opts
 	fs.StringVar(&c.db, "db", "breakwater.db", "database file (created if missing; resumed if it exists)")
+	fs.StringVar(&c.store, "store", "", "crawl on a fleet's shared store instead of --db: redis://[:PASSWORD@]HOST:PORT[/DB] or rediss:// (password also from $"+redisstore.PasswordEnv+"; ?addr=HOST:PORT for more Redis Cluster nodes); every process given the same store is one crawl")
+	fs.DurationVar(&o.Fleet.Lease, "fleet-lease", 10*time.Second, "with --store: how long a process holds a host unrenewed; a process that dies gives its hosts back within this")
 	fs.StringVar(&c.seedsFile, "seeds", "", "file of seed URLs, one a line (# comments and blank lines allowed; - reads standard input)")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "concurrent fetches in all")
 	fs.IntVar(&o.HostConcurrency, "host-concurrency", o.HostConcurrency, "in-flight requests per host")
@@ -123,7 +127,11 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	c.opts.Logger = logger
 	defer func() { c.cleanup() }()
 	if err = c.toOptions(fs.Args()); err == nil {
-		err = crawlInto(ctx, c.db, c.opts, c.given, runPolicy{failRatio: c.failRatio, listen: c.listen, metricsFile: c.metricsFile, notify: c.notify, line: c.line}, stdout)
+		target := c.db
+		if c.store != "" {
+			target = c.store
+		}
+		err = crawlInto(ctx, target, c.opts, c.given, runPolicy{failRatio: c.failRatio, listen: c.listen, metricsFile: c.metricsFile, notify: c.notify, line: c.line}, stdout)
 	}
 	if err != nil && c.log.isJSON(stderr) {
 		// In a JSON log the last word is JSON too.
@@ -263,6 +271,9 @@ const metricsEvery = 15 * time.Second
 // ended. given says which flags were on the command line: those change the
 // crawl's stored settings, and the file's settings fill in the rest.
 func crawlInto(ctx context.Context, dbPath string, opts crawl.Options, given func(string) bool, policy runPolicy, stdout io.Writer) (err error) {
+	if redisstore.IsURL(dbPath) {
+		return crawlFleet(ctx, dbPath, opts, given, policy, stdout)
+	}
 	fresh := !fileExists(dbPath)
 	db, err := storage.Open(dbPath, nil)
 	if err != nil {
@@ -279,6 +290,12 @@ func crawlInto(ctx context.Context, dbPath string, opts crawl.Options, given fun
 		return usagef("no seed URLs: give them as arguments or with --seeds (or resume an existing --db)")
 	}
 	removeStaleSeedCopies(dbPath, opts.SeedsFile)
+	return runEngine(ctx, db, dbPath, opts, given, policy, stdout, &started)
+}
+
+// runEngine runs the crawl on an opened store; started is set once the
+// engine exists (the run was not refused).
+func runEngine(ctx context.Context, db crawl.Store, dbPath string, opts crawl.Options, given func(string) bool, policy runPolicy, stdout io.Writer, started *bool) (err error) {
 	opts, changes, err := crawl.ResolveSettings(db, opts, given)
 	if err != nil {
 		return usageError{err}
@@ -323,12 +340,16 @@ func crawlInto(ctx context.Context, dbPath string, opts crawl.Options, given fun
 	case err != nil:
 		return err
 	}
-	started = true
+	*started = true
 	crawl.LogSettingChanges(opts.Logger, changes)
 	serveCtx, stopServing := context.WithCancel(ctx)
-	served, err := control.Serve(serveCtx, control.SocketPath(dbPath), engine.Control(), opts.Logger)
-	if err != nil {
-		opts.Logger.Warn("control socket unavailable; status and pause work only after the crawl", "err", err)
+	var served <-chan struct{}
+	if !redisstore.IsURL(dbPath) {
+		// A fleet's commands read the store itself, not one process.
+		served, err = control.Serve(serveCtx, control.SocketPath(dbPath), engine.Control(), opts.Logger)
+		if err != nil {
+			opts.Logger.Warn("control socket unavailable; status and pause work only after the crawl", "err", err)
+		}
 	}
 	if ln != nil {
 		stopMetrics := serveMetrics(ln, opts.Metrics, engine, opts.Logger)
@@ -479,7 +500,7 @@ func removeStaleSeedCopies(dbPath, keep string) {
 
 // logSummary logs how the run ended as one structured line, beside the
 // human one on stdout: a log collector gets the figures without parsing.
-func logSummary(log *slog.Logger, db *storage.DB, engine *crawl.Engine, sum crawl.Summary, exit int) {
+func logSummary(log *slog.Logger, db crawl.Store, engine *crawl.Engine, sum crawl.Summary, exit int) {
 	attrs := []any{"exit", exit, "exhausted", sum.Exhausted, "why", sum.Why,
 		"fetched", sum.Fetched, "failed", sum.Failed, "wall_s", sum.Duration.Seconds(),
 		"total_fetched", sum.Counts.Fetched, "total_failed", sum.Counts.Failed,
@@ -546,4 +567,23 @@ func writeMetricsEvery(path string, m *metrics.Crawl, every time.Duration, log *
 		close(quit)
 		<-done
 	}
+}
+
+// crawlFleet runs this process's share of a fleet crawl on the Redis
+// store at storeURL. The store is checked (reachable, the password, the
+// server's version, this crawl's schema or empty) before anything is
+// written to it.
+func crawlFleet(ctx context.Context, storeURL string, opts crawl.Options, given func(string) bool, policy runPolicy, stdout io.Writer) error {
+	st, err := redisstore.Open(ctx, storeURL, redisstore.Create)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := st.Settings(); errors.Is(err, storage.ErrNotFound) && len(opts.Seeds) == 0 && opts.SeedsFile == "" {
+		return usagef("no seed URLs: the store %s holds no crawl yet; give them as arguments or with --seeds", st.Path())
+	}
+	started := false
+	err = runEngine(ctx, st, storeURL, opts, given, policy, stdout, &started)
+	opts.Logger.Info("fleet store commands", "store", st.Path(), "commands", st.Commands())
+	return err
 }

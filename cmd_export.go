@@ -26,7 +26,7 @@ var (
 
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("export", "export [flags] > results.jsonl", stdout)
-	dbPath := fs.String("db", "breakwater.db", "database file (a running crawl on it answers through its control socket)")
+	dbPath := targetFlags(fs, "database file (a running crawl on it answers through its control socket)")
 	format := fs.String("format", "jsonl", "jsonl (one JSON object a line) or csv (RFC 4180, a header row, one row per URL; columns: "+
 		"the --failed ones with --failed; a text cell starting with = + - @ ' a tab or a carriage return gets a leading ' so that "+
 		"a spreadsheet shows it rather than runs it as a formula)")
@@ -55,9 +55,9 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	default:
 		return usagef("--format %q: want jsonl or csv", *format)
 	}
-	err := withAPI(*dbPath, func(a control.API) error { return a.Results(*failedOnly, write) })
+	err := withAPI(dbPath.name(), func(a control.API) error { return a.Results(*failedOnly, write) })
 	if err != nil {
-		return fmt.Errorf("export %s: %w", *dbPath, err)
+		return fmt.Errorf("export %s: %w", dbPath.name(), err)
 	}
 	return flush()
 }

@@ -15,12 +15,12 @@ import (
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("status", "status [flags]", stdout)
-	dbPath := fs.String("db", "breakwater.db", "database file (a running crawl on it answers through its control socket)")
+	dbPath := targetFlags(fs, "database file (a running crawl on it answers through its control socket)")
 	asJSON := fs.Bool("json", false, "print JSON instead of text")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	return withAPI(*dbPath, func(a control.API) error {
+	return withAPI(dbPath.name(), func(a control.API) error {
 		st, err := a.Status()
 		if err != nil {
 			return err

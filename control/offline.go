@@ -119,18 +119,23 @@ func (o *Offline) apply(ch Change) error {
 	return err
 }
 
-// breakerConfig reads the crawl's stored breaker settings; what is missing
-// or unreadable takes the breaker package's default.
+// breakerConfig reads the crawl's stored breaker settings.
 func (o *Offline) breakerConfig() breaker.Config {
+	blob, _ := o.db.Settings()
+	return StoredBreakerConfig(blob)
+}
+
+// StoredBreakerConfig reads the breaker settings out of a crawl's stored
+// settings; what is missing or unreadable takes the breaker package's
+// default.
+func StoredBreakerConfig(settings []byte) breaker.Config {
 	var s struct {
 		Threshold int    `json:"breaker-threshold"`
 		Rest      string `json:"breaker-rest"`
 		RestMax   string `json:"breaker-rest-max"`
 		Probes    int    `json:"breaker-probes"`
 	}
-	if blob, err := o.db.Settings(); err == nil {
-		json.Unmarshal(blob, &s)
-	}
+	json.Unmarshal(settings, &s)
 	cfg := breaker.Config{Threshold: s.Threshold, Probes: s.Probes}
 	cfg.Rest, _ = time.ParseDuration(s.Rest)
 	cfg.RestMax, _ = time.ParseDuration(s.RestMax)

@@ -16,9 +16,21 @@ import (
 // What every implementation of API reads from the database file, and the
 // checks each makes of its arguments.
 
+// Reader is what the reads need of a crawl's store: the file
+// (*storage.DB) or the fleet's Redis store.
+type Reader interface {
+	Counts() (storage.Counts, error)
+	ForEachHost(fn func(host string, c storage.HostCounts) error) error
+	Tallies() (storage.Tallies, error)
+	Settings() ([]byte, error)
+	ForEachBreaker(fn func(host string, b breaker.Breaker) error) error
+	ForEachTransition(fn func(storage.Transition) error) error
+	ForEachCase(fn func(storage.Case) error) error
+}
+
 // ReadStatus computes the status of the crawl stored in db, as of its last
 // commit; Running and InFlight are left for a running crawl to fill.
-func ReadStatus(db *storage.DB) (*Status, error) {
+func ReadStatus(db Reader) (*Status, error) {
 	c, err := db.Counts()
 	if err != nil {
 		return nil, err
@@ -60,7 +72,7 @@ func ReadStatus(db *storage.DB) (*Status, error) {
 // sorted. breakers is the current breaker of each host with trouble; live,
 // if not nil, adds what a running crawl knows of a host. state filters
 // the rows as API.Hosts says.
-func HostRows(db *storage.DB, state string, breakers map[string]breaker.Breaker,
+func HostRows(db Reader, state string, breakers map[string]breaker.Breaker,
 	live func(host string) LiveHost, now time.Time) ([]HostRow, error) {
 	switch state {
 	case "", "open", "half-open", "closed", "paused", "case":
@@ -119,7 +131,7 @@ func (r HostRow) matches(state string) bool {
 }
 
 // ReadBreakers returns the breaker db stores for each host with trouble.
-func ReadBreakers(db *storage.DB) (map[string]breaker.Breaker, error) {
+func ReadBreakers(db Reader) (map[string]breaker.Breaker, error) {
 	out := map[string]breaker.Breaker{}
 	err := db.ForEachBreaker(func(host string, b breaker.Breaker) error {
 		out[host] = b
@@ -130,7 +142,7 @@ func ReadBreakers(db *storage.DB) (map[string]breaker.Breaker, error) {
 
 // ReadTransitions lists db's logged transitions, oldest first, of host
 // (any host or URL form; empty: all hosts) at or after since.
-func ReadTransitions(db *storage.DB, host string, since time.Time) ([]storage.Transition, error) {
+func ReadTransitions(db Reader, host string, since time.Time) ([]storage.Transition, error) {
 	if host != "" {
 		var err error
 		if host, err = NormalizeHost(host); err != nil {
@@ -148,7 +160,7 @@ func ReadTransitions(db *storage.DB, host string, since time.Time) ([]storage.Tr
 }
 
 // ReadCases lists db's recorded refusals, oldest first.
-func ReadCases(db *storage.DB) ([]storage.Case, error) {
+func ReadCases(db Reader) ([]storage.Case, error) {
 	var out []storage.Case
 	err := db.ForEachCase(func(c storage.Case) error {
 		out = append(out, c)

@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -16,7 +17,11 @@ func (e *Engine) openArchive() error {
 	if o.Dir == "" {
 		return nil
 	}
-	w, err := warc.Open(e.db, warc.Options{Dir: o.Dir, Prefix: o.Prefix, MaxFileSize: o.Size, Dedupe: o.Dedupe,
+	db, ok := e.db.(*storage.DB)
+	if !ok {
+		return errors.New("--warc needs a database file (--db)")
+	}
+	w, err := warc.Open(db, warc.Options{Dir: o.Dir, Prefix: o.Prefix, MaxFileSize: o.Size, Dedupe: o.Dedupe,
 		Software: "breakwater/" + Version, Now: e.opts.Now, Logger: e.log,
 		Info: [][2]string{{"robots", "obey"}, {"http-header-user-agent", e.opts.UserAgent},
 			{"isPartOf", e.db.Path()}}})

@@ -50,7 +50,7 @@ func (c engineControl) Cases() ([]storage.Case, error) { return control.ReadCase
 // Results reads the results in short read transactions while the crawl
 // writes: each URL stored when the call began, once.
 func (c engineControl) Results(failedOnly bool, fn func(*storage.Result) error) error {
-	return control.ForEachResult(c.e.db, failedOnly, fn)
+	return c.e.db.ScanResults(failedOnly, fn)
 }
 
 func (c engineControl) Pause(host, reason string) error {

@@ -23,8 +23,10 @@ import (
 // Engine runs one crawl over one database file.
 type Engine struct {
 	opts    Options
-	db      *storage.DB
-	front   *frontier.Frontier
+	db      Store
+	file    fileStore // nil for a fleet crawl
+	front   crawlFrontier
+	fleet   fleetFrontier // nil unless the store is a fleet's
 	fetcher Fetcher
 	archive *warc.Writer // nil without --warc
 	// closeHost closes one host's connections when its circuit opens; a
@@ -98,7 +100,7 @@ type Fetcher interface {
 
 // New prepares a crawl over db: it validates opts, loads what the file
 // knows (seeds, breaker state) and opens the frontier. Run must follow.
-func New(opts Options, db *storage.DB) (*Engine, error) {
+func New(opts Options, db Store) (*Engine, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -111,7 +113,13 @@ func New(opts Options, db *storage.DB) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	e := &Engine{opts: opts, db: db, token: robots.ProductToken(opts.UserAgent), log: opts.Logger,
+	file, _ := db.(fileStore)
+	if file == nil {
+		if err := opts.validateFleet(); err != nil {
+			return nil, err
+		}
+	}
+	e := &Engine{opts: opts, db: db, file: file, token: robots.ProductToken(opts.UserAgent), log: opts.Logger,
 		hosts: newHostTable(opts.Delay), pages: map[storage.Hash]bool{}, hostPages: newHostPages(opts.MaxPagesPerHost),
 		runStart: opts.Now()}
 	e.budget = NewRetryBudget(opts.RetryBudget, time.Minute, 3)
@@ -128,11 +136,7 @@ func New(opts Options, db *storage.DB) (*Engine, error) {
 	if err := e.openArchive(); err != nil {
 		return nil, err
 	}
-	fo := frontier.Options{HostConcurrency: opts.HostConcurrency, Now: opts.Now, Logger: opts.Logger}
-	if e.archive != nil {
-		fo.Archive = e.archive
-	}
-	front, err := frontier.Open(db, fo)
+	front, err := e.openFrontier()
 	if err != nil {
 		e.closeArchive()
 		return nil, err
@@ -423,7 +427,7 @@ func (e *Engine) prepareSeeds() error {
 		return fmt.Errorf("store crawl settings: %w", err)
 	}
 	if e.opts.RetryFailed {
-		n, err := e.db.RequeueFailed()
+		n, err := e.file.RequeueFailed()
 		if err != nil {
 			return err
 		}

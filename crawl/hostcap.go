@@ -149,7 +149,7 @@ func (e *Engine) hostPageCount(host string) (*hostPageCount, error) {
 	if ok {
 		return c, nil
 	}
-	n, stored, err := e.db.HostPages(host) // outside the lock: workers on other hosts go on
+	n, stored, err := e.file.HostPages(host) // outside the lock: workers on other hosts go on
 	if err != nil {
 		return nil, err
 	}
@@ -170,10 +170,10 @@ func (e *Engine) hostPageCount(host string) (*hostPageCount, error) {
 // isRefresh reports whether it refreshes a page the crawl has (as opposed
 // to a failure queued again, which is asked for anew).
 func (e *Engine) isRefresh(it storage.Item) bool {
-	if it.Replaces == 0 {
+	if it.Replaces == 0 || e.file == nil {
 		return false
 	}
-	_, err := e.db.Replaced(it)
+	_, err := e.file.Replaced(it)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		e.log.Warn("read the result a URL replaces", "url", it.URL, "err", err)
 		return true // fetch it uncounted rather than record a page as capped

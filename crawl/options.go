@@ -122,6 +122,9 @@ type Options struct {
 	// fail at once (see localfault.go). It is not stored with the crawl:
 	// it is about the machine the crawl runs on, like --workers.
 	LocalFault LocalFaultOptions
+	// Fleet tunes a crawl on a fleet's store (--store redis://...); it is
+	// ignored on a file.
+	Fleet FleetOptions
 
 	// Retries is the number of further attempts after a transient
 	// failure. Default 3; zero means none.

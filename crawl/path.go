@@ -124,6 +124,11 @@ func (e *Engine) admit(x *exchange) (disposition, bool) {
 	}
 	now := e.opts.Now()
 	d := e.breakers.Admit(x.lease.Item.Host, now)
+	if d.Allowed && !e.takeProbeGate(d.Ticket) {
+		// Another process of the fleet probes the host (fleet.go).
+		e.cancelTicket(d.Ticket, now)
+		return parked(now.Add(time.Second)), true
+	}
 	if d.Allowed {
 		x.ticket, x.admitted = d.Ticket, true
 		return disposition{}, false

@@ -151,7 +151,7 @@ type SettingChange struct {
 // merged settings, with the seeds' hosts, in one write once every check
 // has passed, so a run refused for bad input changes nothing and a kill
 // cannot leave half of them stored.
-func ResolveSettings(db *storage.DB, opts Options, given func(flag string) bool) (Options, []SettingChange, error) {
+func ResolveSettings(db interface{ Settings() ([]byte, error) }, opts Options, given func(flag string) bool) (Options, []SettingChange, error) {
 	stored, err := db.Settings()
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return opts, nil, fmt.Errorf("read stored crawl settings: %w", err)

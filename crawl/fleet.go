@@ -1,0 +1,120 @@
+package crawl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"breakwater/breaker"
+	"breakwater/frontier"
+	"breakwater/redisstore"
+	"breakwater/storage"
+)
+
+// A fleet crawl (--store redis://...) runs this engine in every process
+// of the fleet over one Redis store. What changes is below the request
+// path: the frontier is the fleet's (redisstore.Frontier), which hands a
+// process the hosts it alone fetches, and each host's breaker is shared.
+// The registry of each process still decides admissions from its copy of
+// the breakers of the hosts it holds, so admitting a request costs no
+// round trip; every outcome that can change a breaker goes to the shared
+// breaker's script, which is the authority, and a half-open probe must
+// also take the fleet's probe gate.
+
+// FleetOptions tune a fleet crawl.
+type FleetOptions struct {
+	// ID names the process in the fleet; default HOSTNAME-PID.
+	ID string
+	// Lease is how long a process holds a host without renewing it: a
+	// process that dies gives its hosts back within a lease. Default 10s.
+	Lease time.Duration
+}
+
+// validateFleet refuses the options a fleet store does not support yet.
+func (o *Options) validateFleet() error {
+	switch {
+	case o.RecrawlAfter > 0:
+		return errors.New("--recrawl-after is not supported with --store redis:// yet")
+	case o.RetryFailed:
+		return errors.New("--retry-failed is not supported with --store redis:// yet")
+	case o.MaxPagesPerHost > 0:
+		return errors.New("--max-pages-per-host is not supported with --store redis:// yet")
+	case o.WARC.Dir != "":
+		return errors.New("--warc is not supported with --store redis:// yet")
+	}
+	return nil
+}
+
+// openFrontier opens the file's frontier, or a fleet frontier on a
+// fleet's store.
+func (e *Engine) openFrontier() (crawlFrontier, error) {
+	opts := e.opts
+	if rs, ok := e.db.(*redisstore.Store); ok {
+		id := opts.Fleet.ID
+		if id == "" {
+			host, _ := os.Hostname()
+			id = fmt.Sprintf("%s-%d", host, os.Getpid())
+		}
+		f := redisstore.OpenFrontier(rs, redisstore.FrontierOptions{ID: id,
+			HostConcurrency: opts.HostConcurrency, Hosts: max(8, 2*opts.Workers), Lease: opts.Fleet.Lease,
+			Breakers: redisstore.NewBreakers(rs.Client(), opts.breakerConfig()),
+			OnClaim:  e.sharedBreaker, OnBreaker: e.sharedBreaker, Now: opts.Now, Logger: opts.Logger})
+		e.fleet = fleetAdapter{f}
+		return e.fleet, nil
+	}
+	db, ok := e.db.(*storage.DB)
+	if !ok {
+		return nil, fmt.Errorf("crawl: a store of type %T has no frontier", e.db)
+	}
+	fo := frontier.Options{HostConcurrency: opts.HostConcurrency, Now: opts.Now, Logger: opts.Logger}
+	if e.archive != nil {
+		fo.Archive = e.archive
+	}
+	return frontier.Open(db, fo)
+}
+
+// sharedBreaker takes in a host's shared breaker: when the process takes
+// the host, and when someone else changed it (a pause from the command
+// line).
+func (e *Engine) sharedBreaker(host string, b breaker.Breaker) {
+	e.breakers.Load(host, b)
+	e.syncHold(host)
+}
+
+// shareOutcome hands an outcome to the host's shared breaker, unless it
+// cannot change it: an answer from a host whose breaker is clean (the
+// common case, which so costs Redis nothing).
+func (e *Engine) shareOutcome(t breaker.Ticket, before breaker.Breaker, known bool, v Verdict, now time.Time) {
+	if e.fleet == nil {
+		return
+	}
+	if v.Class != breaker.Transient && v.Class != breaker.Refused && (!known || before.Clean()) {
+		return
+	}
+	e.fleet.Outcome(t, v.Class, v.Detail, now)
+}
+
+// takeProbeGate takes the fleet's probe gate for a half-open probe: one
+// process at a time probes a host, whatever its own registry admits.
+func (e *Engine) takeProbeGate(t breaker.Ticket) bool {
+	if e.fleet == nil || !t.Probe {
+		return true
+	}
+	won, err := e.fleet.TryProbe(t.Host, t.Generation)
+	if err != nil {
+		e.log.Warn("take the fleet's probe gate", "host", t.Host, "err", err)
+		return false
+	}
+	return won
+}
+
+// fleetAdapter gives the fleet frontier the engine's names.
+type fleetAdapter struct{ *redisstore.Frontier }
+
+func (a fleetAdapter) TryProbe(host string, generation uint64) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return a.Frontier.TryProbe(ctx, host, generation)
+}

@@ -1,0 +1,577 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"breakwater/breaker"
+	"breakwater/frontier"
+	"breakwater/storage"
+)
+
+// The fleet's frontier shares the crawl among processes by host: a
+// process takes a host's lease from its shard's ready set, is then the only
+// one to fetch that host's URLs (so --host-concurrency and --delay hold for
+// the fleet, not per process), renews the lease while it works, and gives
+// the host back when it runs dry, rests or is held. A process that dies
+// stops renewing: its hosts fall due at their lease's expiry and another
+// process takes them, with the URLs the dead one had in flight still
+// queued (a URL leaves a host's queue only in the write that stores its
+// result), so nothing is lost; they are fetched again.
+//
+// Writes (results, discovered URLs, deferrals, cases, breaker outcomes)
+// are batched by one writer goroutine: one script call per host touched
+// by a batch, pipelined, then one call per shard for the hosts given new
+// URLs. While Redis cannot be reached no new lease is handed out, the
+// writes wait in memory, one error is logged, and the crawl resumes when
+// Redis answers again.
+
+// FrontierOptions configure a fleet Frontier.
+type FrontierOptions struct {
+	// ID names this process in the owner hashes; unique in the fleet.
+	ID string
+	// HostConcurrency caps the leases in flight per host, fleet-wide.
+	HostConcurrency int
+	// Hosts is how many hosts with work the process tries to hold.
+	Hosts int
+	// Lease is how long a host's lease lasts unrenewed. Default 10s.
+	Lease time.Duration
+	// Buffer is how many queued URLs per host are loaded at a time. Default 16.
+	Buffer int
+	// Breakers reads the shared breakers of hosts as they are taken.
+	Breakers *Breakers
+	// OnClaim is called with the shared breaker of every host taken, and
+	// OnBreaker when a held host's breaker was changed by someone else (an
+	// operator's pause); neither under a lock of the frontier.
+	OnClaim, OnBreaker func(host string, b breaker.Breaker)
+	Now                func() time.Time
+	Logger             *slog.Logger
+}
+
+func (o FrontierOptions) withDefaults() FrontierOptions {
+	if o.HostConcurrency <= 0 {
+		o.HostConcurrency = 1
+	}
+	if o.Hosts <= 0 {
+		o.Hosts = 16
+	}
+	if o.Lease <= 0 {
+		o.Lease = 10 * time.Second
+	}
+	if o.Buffer <= 0 {
+		o.Buffer = 16
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.OnClaim == nil {
+		o.OnClaim = func(string, breaker.Breaker) {}
+	}
+	if o.OnBreaker == nil {
+		o.OnBreaker = func(string, breaker.Breaker) {}
+	}
+	return o
+}
+
+// heldScore is the ready score of a host held for a person: never due.
+const heldScore = int64(1) << 50
+
+// Frontier is the fleet's frontier for one process.
+type Frontier struct {
+	s *Store
+	o FrontierOptions
+
+	mu       sync.Mutex
+	hosts    map[string]*ownedHost
+	leases   map[*frontier.Lease]*ownedHost
+	wake     chan struct{}
+	inflight int
+	feeding  int
+	closed   bool
+	// fleetIdle is set by the last look at the shards when no host of the
+	// fleet had work, held hosts aside; heldHosts counts those.
+	fleetIdle  bool
+	fleetHeld  int
+	jobs       []job
+	writing    int // jobs the writer has taken and not finished
+	down       bool
+	downSince  time.Time
+	fatal      error
+	failed     chan struct{}
+	kickWriter chan struct{}
+	kickMgr    chan struct{}
+	stop       chan struct{}
+	done       sync.WaitGroup
+	nextShard  int
+}
+
+// ownedHost is a host this process holds the lease of.
+type ownedHost struct {
+	name string
+	buf  []storage.Item
+	// pending holds the URLs leased and not yet confirmed gone from the
+	// host's queue in Redis: a reload must not offer them again.
+	pending  map[storage.Hash]struct{}
+	inflight int
+	writes   int // jobs of this host not yet written
+	readyAt  time.Time
+	parked   time.Time
+	held     bool
+	queued   int64 // the queue's length at the last load
+	nextDue  int64 // the earliest deferred URL's due time (ms), -1 for none
+	stale    bool  // new URLs were queued since the last load
+	loaded   bool
+	gen      uint64 // the shared breaker's generation last seen
+}
+
+func (h *ownedHost) hasWork() bool {
+	return len(h.buf) > 0 || h.inflight > 0 || h.writes > 0 || h.queued > int64(len(h.pending)) || h.stale || !h.loaded
+}
+
+// job is one write for the writer.
+type job struct {
+	batch   *storage.Batch
+	host    string // the owned host whose pending URL the job settles, if any
+	hash    storage.Hash
+	settles bool
+	counted bool // counted in its host's writes
+	outcome *outcome
+	failAll *storage.Result // FailHost's template
+}
+
+type outcome struct {
+	t      breaker.Ticket
+	c      breaker.Class
+	detail string
+	at     time.Time
+}
+
+// OpenFrontier starts the fleet frontier of one process.
+func OpenFrontier(s *Store, o FrontierOptions) *Frontier {
+	o = o.withDefaults()
+	f := &Frontier{s: s, o: o, hosts: map[string]*ownedHost{}, leases: map[*frontier.Lease]*ownedHost{},
+		wake: make(chan struct{}), failed: make(chan struct{}), kickWriter: make(chan struct{}, 1),
+		kickMgr: make(chan struct{}, 1), stop: make(chan struct{})}
+	f.done.Add(2)
+	go f.writer()
+	go f.manager()
+	return f
+}
+
+func kick(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+func (f *Frontier) broadcastLocked() {
+	close(f.wake)
+	f.wake = make(chan struct{})
+}
+
+// Add queues items never seen before, fleet-wide.
+func (f *Frontier) Add(items ...storage.Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	var b storage.Batch
+	for _, it := range items {
+		b.AddEncoded(it, storage.EncodeQueued(it))
+	}
+	return f.push(job{batch: &b})
+}
+
+func (f *Frontier) push(jobs ...job) error {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return frontier.ErrClosed
+	}
+	if f.fatal != nil {
+		f.mu.Unlock()
+		return f.fatal
+	}
+	for i := range jobs {
+		if h := f.hosts[jobs[i].host]; h != nil && jobs[i].host != "" {
+			h.writes++
+			jobs[i].counted = true
+		}
+	}
+	f.jobs = append(f.jobs, jobs...)
+	f.mu.Unlock()
+	kick(f.kickWriter)
+	return nil
+}
+
+// Next blocks until a URL of a held, ready host can be leased, ctx is done,
+// or the whole fleet has nothing left to do.
+func (f *Frontier) Next(ctx context.Context) (*frontier.Lease, error) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		l, wait, wake, err := f.tryNext()
+		if l != nil || err != nil {
+			return l, err
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-wake:
+		case <-timer.C:
+		}
+	}
+}
+
+func (f *Frontier) tryNext() (*frontier.Lease, time.Duration, <-chan struct{}, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fatal != nil {
+		return nil, 0, nil, f.fatal
+	}
+	if f.closed {
+		return nil, 0, nil, frontier.ErrClosed
+	}
+	now := f.o.Now()
+	wait := 200 * time.Millisecond
+	if !f.down {
+		var best *ownedHost
+		for _, h := range f.hosts {
+			if len(h.buf) == 0 || h.held || h.inflight >= f.o.HostConcurrency {
+				continue
+			}
+			at := h.readyAt
+			if h.parked.After(at) {
+				at = h.parked
+			}
+			if at.After(now) {
+				wait = min(wait, at.Sub(now))
+				continue
+			}
+			if best == nil || h.readyAt.Before(best.readyAt) {
+				best = h
+			}
+		}
+		if best != nil {
+			return f.leaseLocked(best), 0, nil, nil
+		}
+	}
+	if f.idleLocked() {
+		return nil, 0, nil, frontier.ErrExhausted
+	}
+	kick(f.kickMgr)
+	return nil, wait, f.wake, nil
+}
+
+func (f *Frontier) leaseLocked(h *ownedHost) *frontier.Lease {
+	it := h.buf[0]
+	h.buf = h.buf[1:]
+	h.pending[it.Hash] = struct{}{}
+	h.inflight++
+	f.inflight++
+	l := &frontier.Lease{Item: it}
+	f.leases[l] = h
+	if len(h.buf) < f.o.Buffer/2 {
+		kick(f.kickMgr)
+	}
+	return l
+}
+
+// idleLocked: nothing here and nothing anywhere in the fleet, as the last
+// look at the shards found, but held hosts.
+func (f *Frontier) idleLocked() bool {
+	if f.inflight > 0 || f.feeding > 0 || len(f.jobs) > 0 || f.writing > 0 || f.down || !f.fleetIdle {
+		return false
+	}
+	for _, h := range f.hosts {
+		if h.hasWork() && !h.held {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *Frontier) end(l *frontier.Lease) *ownedHost {
+	h := f.leases[l]
+	if h == nil {
+		return nil
+	}
+	delete(f.leases, l)
+	h.inflight--
+	f.inflight--
+	return h
+}
+
+// Release ends a lease unattempted: the URL goes back to its host's front.
+func (f *Frontier) Release(l *frontier.Lease) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.end(l)
+	if h == nil {
+		return
+	}
+	delete(h.pending, l.Item.Hash)
+	h.buf = append([]storage.Item{l.Item}, h.buf...)
+	f.broadcastLocked()
+}
+
+// Started records that the lease's request starts: its host may start
+// another no earlier than next.
+func (f *Frontier) Started(l *frontier.Lease, next time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if h := f.leases[l]; h != nil && next.After(h.readyAt) {
+		h.readyAt = next
+	}
+	f.broadcastLocked()
+}
+
+// CompleteWith ends a lease with its result and the URLs it found. The
+// archive's attachment is not supported in fleet mode and must be nil.
+func (f *Frontier) CompleteWith(l *frontier.Lease, r *storage.Result, found []storage.Item, attach any) error {
+	if attach != nil {
+		return errors.New("fleet frontier: archiving is not supported")
+	}
+	var b storage.Batch
+	b.CompleteRecord(l.Item, storage.EncodeResult(l.Item, r))
+	for _, it := range found {
+		b.AddEncoded(it, storage.EncodeQueued(it))
+	}
+	err := f.push(job{batch: &b, host: l.Item.Host, hash: l.Item.Hash, settles: true})
+	f.mu.Lock()
+	f.end(l)
+	f.broadcastLocked()
+	f.mu.Unlock()
+	return err
+}
+
+// Complete is CompleteWith without an attachment.
+func (f *Frontier) Complete(l *frontier.Lease, r *storage.Result, found []storage.Item) error {
+	return f.CompleteWith(l, r, found, nil)
+}
+
+// Defer ends a lease by parking its URL until due.
+func (f *Frontier) Defer(l *frontier.Lease, it storage.Item, due time.Time) error {
+	var b storage.Batch
+	b.Defer(it, due)
+	err := f.push(job{batch: &b, host: it.Host, hash: it.Hash, settles: true})
+	f.mu.Lock()
+	f.end(l)
+	f.broadcastLocked()
+	f.mu.Unlock()
+	return err
+}
+
+// Park keeps host from being offered before until; a long park gives the
+// host back to the fleet until then.
+func (f *Frontier) Park(host string, until time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if h := f.hosts[host]; h != nil && until.After(h.parked) {
+		h.parked = until
+	}
+}
+
+// Unpark makes host ready at once.
+func (f *Frontier) Unpark(host string, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if h := f.hosts[host]; h != nil {
+		h.parked = time.Time{}
+		f.broadcastLocked()
+	}
+}
+
+// Hold keeps host from being offered until Unhold; it goes back to the
+// fleet as held once its leases end.
+func (f *Frontier) Hold(host string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if h := f.hosts[host]; h != nil {
+		h.held = true
+	}
+}
+
+// Unhold releases a Hold.
+func (f *Frontier) Unhold(host string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if h := f.hosts[host]; h != nil && h.held {
+		h.held = false
+		f.broadcastLocked()
+	}
+}
+
+// FailHost records every queued URL of host but those in flight as failed
+// with template.
+func (f *Frontier) FailHost(host string, template storage.Result) error {
+	f.mu.Lock()
+	h := f.hosts[host]
+	if h != nil {
+		h.buf = nil
+	}
+	f.mu.Unlock()
+	if h == nil {
+		return nil // another process holds it, and gives it up itself
+	}
+	return f.push(job{host: host, failAll: &template})
+}
+
+// Feed announces a producer of URLs: until done, the crawl cannot end.
+func (f *Frontier) Feed() (done func()) {
+	f.mu.Lock()
+	f.feeding++
+	f.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			f.mu.Lock()
+			f.feeding--
+			f.broadcastLocked()
+			f.mu.Unlock()
+		})
+	}
+}
+
+// HeldWork is the number of held hosts of the fleet with work (the fleet
+// counts hosts, not URLs, for held work).
+func (f *Frontier) HeldWork() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.fleetHeld
+	for _, h := range f.hosts {
+		if h.held && h.hasWork() {
+			n++
+		}
+	}
+	return n
+}
+
+// InFlight is the number of leases not yet ended.
+func (f *Frontier) InFlight() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.inflight
+}
+
+// Failed is closed when the frontier can no longer store anything.
+func (f *Frontier) Failed() <-chan struct{} { return f.failed }
+
+// Submit queues the operations fn adds to a batch.
+func (f *Frontier) Submit(fn func(*storage.Batch)) error {
+	var b storage.Batch
+	fn(&b)
+	return f.push(job{batch: &b})
+}
+
+// Outcome queues one breaker outcome for the host's shared breaker.
+func (f *Frontier) Outcome(t breaker.Ticket, c breaker.Class, detail string, at time.Time) {
+	f.push(job{host: t.Host, outcome: &outcome{t: t, c: c, detail: detail, at: at}})
+}
+
+// TryProbe takes the fleet's probe gate of a half-open host.
+func (f *Frontier) TryProbe(ctx context.Context, host string, generation uint64) (bool, error) {
+	return f.o.Breakers.TryProbe(ctx, host, generation)
+}
+
+// Down reports whether Redis is unreachable right now.
+func (f *Frontier) Down() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.down
+}
+
+// Close stores what is still waiting (for as long as Redis takes to come
+// back, up to flushLimit), gives every host back to the fleet and stops.
+func (f *Frontier) Close() error {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return nil
+	}
+	f.mu.Unlock()
+	deadline := time.Now().Add(flushLimit)
+	for {
+		f.mu.Lock()
+		left := len(f.jobs) + f.writing
+		fatal := f.fatal
+		f.mu.Unlock()
+		if left == 0 || fatal != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			f.mu.Lock()
+			f.closed = true
+			f.mu.Unlock()
+			close(f.stop)
+			f.done.Wait()
+			return fmt.Errorf("store %s: %d writes not stored after %s (their URLs stay queued and will be fetched again)", f.s.display, left, flushLimit)
+		}
+		kick(f.kickWriter)
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.mu.Lock()
+	f.closed = true
+	f.broadcastLocked()
+	f.mu.Unlock()
+	close(f.stop)
+	f.done.Wait()
+	f.releaseAll()
+	return f.fatal
+}
+
+// flushLimit is how long Close waits for Redis to take the last writes.
+const flushLimit = 30 * time.Second
+
+// releaseAll gives every held host back, ready now.
+func (f *Frontier) releaseAll() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	now := f.o.Now().UnixMilli()
+	pipe := f.s.rdb.Pipeline()
+	for name, h := range f.hosts {
+		at := now
+		if h.held {
+			at = heldScore
+		} else if !h.hasWork() && h.nextDue >= 0 {
+			at = h.nextDue
+		}
+		f.shardCall(ctx, pipe, shardOf(name), "release", f.o.ID, name, at)
+	}
+	pipe.HDel(ctx, keyProcs, f.o.ID)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		f.o.Logger.Warn("give hosts back to the fleet", "store", f.s.display, "err", err,
+			"note", "they fall due when their leases expire")
+	}
+}
+
+func (f *Frontier) shardCall(ctx context.Context, pipe redis.Pipeliner, shard int, args ...any) *redis.Cmd {
+	k := keysOfShard(shard)
+	return shardScript.EvalSha(ctx, pipe, []string{k.ready, k.owner, k.touch, k.hosts}, args...)
+}
+
+func hashKey(h storage.Hash) string { return hex.EncodeToString(h[:]) }
+
+func parseHash(s string) (storage.Hash, error) {
+	var h storage.Hash
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(h) {
+		return h, fmt.Errorf("bad URL hash %q", s)
+	}
+	copy(h[:], b)
+	return h, nil
+}
+
+func unixMS(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }

@@ -1,0 +1,69 @@
+package redisstore
+
+import (
+	"hash/crc32"
+	"strconv"
+)
+
+// Key layout. Every key of one host carries the host as its hash tag, so
+// that on a Redis Cluster all of a host's state lives on one slot and the
+// scripts that change it stay atomic. Cross-host structures are split into
+// Shards shards by a hash of the host, each shard with its own tag, so
+// that no single key carries the whole fleet's traffic.
+//
+//	bw:{meta}:schema               string: the store's schema marker (schemaMarker)
+//	bw:{meta}:settings             string: the crawl's stored settings (JSON)
+//	bw:{meta}:procs                hash: process id -> last heartbeat (JSON)
+//	bw:{H}:q                  zset: queued URL hash -> seq (FIFO per host)
+//	bw:{H}:d                  zset: deferred URL hash -> due (Unix ms)
+//	bw:{H}:u                  hash: URL hash -> encoded storage.Item (queued or deferred)
+//	bw:{H}:seen               set: URL hashes ever queued for the host
+//	bw:{H}:r                  hash: URL hash -> encoded storage.Result
+//	bw:{H}:c                  hash: counters (seq queued deferred done failed pages)
+//	bw:{H}:b                  hash: the circuit breaker (see breakerFields)
+//	bw:{H}:probe              string: the half-open probe gate, value = generation (SET NX PX)
+//	bw:{H}:t                  list: the host's breaker transitions, oldest first (JSON)
+//	bw:{H}:cases              list: the host's cases (JSON)
+//	bw:{H}:robots             string: the cached robots.txt rules (JSON)
+//	bw:{sN}:ready             zset: host -> Unix ms it next needs a worker; while a
+//	                          process holds the host, its lease's expiry
+//	bw:{sN}:owner             hash: host -> id of the process holding it
+//	bw:{sN}:touch             hash: host -> count of adds, for the release race (see release)
+//	bw:{sN}:hosts             set: every host of the shard ever queued
+const (
+	// Shards is the number of shards of the cross-host structures.
+	Shards = 16
+	// schemaMarker names the store's layout; a store holding another value
+	// belongs to another program or another version.
+	schemaMarker = "breakwater-fleet/1"
+)
+
+const (
+	keySchema   = "bw:{meta}:schema"
+	keySettings = "bw:{meta}:settings"
+	keyProcs    = "bw:{meta}:procs"
+)
+
+// hostKeys are the keys of one host.
+type hostKeys struct {
+	queue, deferred, items, seen, results, counts, breaker, probe, transitions, cases, robots string
+}
+
+func keysOf(host string) hostKeys {
+	p := "bw:{" + host + "}:"
+	return hostKeys{queue: p + "q", deferred: p + "d", items: p + "u", seen: p + "seen", results: p + "r",
+		counts: p + "c", breaker: p + "b", probe: p + "probe", transitions: p + "t", cases: p + "cases",
+		robots: p + "robots"}
+}
+
+// shardKeys are the keys of one shard of the cross-host structures.
+type shardKeys struct {
+	ready, owner, touch, hosts string
+}
+
+func shardOf(host string) int { return int(crc32.ChecksumIEEE([]byte(host)) % Shards) }
+
+func keysOfShard(n int) shardKeys {
+	p := "bw:{s" + strconv.Itoa(n) + "}:"
+	return shardKeys{ready: p + "ready", owner: p + "owner", touch: p + "touch", hosts: p + "hosts"}
+}

@@ -1,0 +1,321 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"breakwater/storage"
+)
+
+// writer stores the queued jobs, in order, a batch at a time.
+func (f *Frontier) writer() {
+	defer f.done.Done()
+	backoff := 100 * time.Millisecond
+	for {
+		select {
+		case <-f.stop:
+			return
+		case <-f.kickWriter:
+		case <-time.After(100 * time.Millisecond):
+		}
+		// Let a few more jobs gather: a batch costs one round trip whatever its size.
+		time.Sleep(2 * time.Millisecond)
+		f.mu.Lock()
+		jobs := f.jobs
+		f.jobs = nil
+		f.writing = len(jobs)
+		f.mu.Unlock()
+		if len(jobs) == 0 {
+			continue
+		}
+		err := f.write(jobs)
+		if err != nil && isNoScript(err) {
+			// Redis restarted and forgot the scripts: load them and try again.
+			if err = f.s.loadScripts(context.Background()); err == nil {
+				err = f.write(jobs)
+			}
+		}
+		f.mu.Lock()
+		f.writing = 0
+		if err != nil {
+			f.jobs = append(jobs, f.jobs...) // kept, in order, until Redis takes them
+			fatal := isFatal(err)
+			if fatal && f.fatal == nil {
+				f.fatal = fmt.Errorf("store %s: %w", f.s.display, err)
+				close(f.failed)
+			}
+			f.markDownLocked(err)
+			f.mu.Unlock()
+			if fatal {
+				return
+			}
+			select {
+			case <-f.stop:
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 2*time.Second)
+			kick(f.kickWriter)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		f.markUpLocked()
+		f.settleLocked(jobs)
+		f.broadcastLocked()
+		f.mu.Unlock()
+	}
+}
+
+// markDownLocked records that Redis failed: the first failure of an
+// outage is logged, the rest are not.
+func (f *Frontier) markDownLocked(err error) {
+	if f.down {
+		return
+	}
+	f.down, f.downSince = true, time.Now()
+	f.o.Logger.Error("lost the store: no new URLs are taken, results wait in memory until it is back",
+		"store", f.s.display, "err", err, "waiting", len(f.jobs))
+}
+
+func (f *Frontier) markUpLocked() {
+	if !f.down {
+		return
+	}
+	f.down = false
+	f.o.Logger.Info("the store is back: the crawl resumes", "store", f.s.display,
+		"after", time.Since(f.downSince).Round(time.Millisecond).String())
+	f.broadcastLocked()
+}
+
+// settleLocked applies what a stored batch means for the owned hosts.
+func (f *Frontier) settleLocked(jobs []job) {
+	for _, j := range jobs {
+		h := f.hosts[j.host]
+		if h == nil || j.host == "" {
+			continue
+		}
+		if j.counted {
+			h.writes--
+		}
+		if j.settles {
+			delete(h.pending, j.hash)
+		}
+		if j.failAll != nil {
+			h.stale = true
+		}
+	}
+}
+
+func isNoScript(err error) bool { return err != nil && strings.Contains(err.Error(), "NOSCRIPT") }
+
+// isFatal tells errors that waiting will not cure (a script that fails
+// on its data) from an outage.
+func isFatal(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "ERR Error running script") || strings.Contains(msg, "user_script") ||
+		strings.Contains(msg, "WRONGTYPE")
+}
+
+// hostOps is the part of a batch that touches one host.
+type hostOps struct {
+	args  []any
+	found bool // the ops queue URLs: the host must be touched if any was new
+}
+
+// write stores jobs: first the scripts of every host they touch, then
+// the shard calls that list the hosts given new URLs, then the outcomes
+// and the records kept outside the hosts' scripts.
+func (f *Frontier) write(jobs []job) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ops := map[string]*hostOps{}
+	order := []string{}
+	of := func(host string) *hostOps {
+		o := ops[host]
+		if o == nil {
+			o = &hostOps{}
+			ops[host] = o
+			order = append(order, host)
+		}
+		return o
+	}
+	extra := f.s.rdb.Pipeline()
+	var resolves []resolveCase
+	for _, j := range jobs {
+		if j.failAll != nil {
+			if err := f.failAll(ctx, j.host, j.failAll, of(j.host)); err != nil {
+				return err
+			}
+		}
+		if j.batch == nil {
+			continue
+		}
+		err := j.batch.Each(func(op storage.Op) error {
+			switch op.Kind {
+			case storage.OpAdd, storage.OpRequeue:
+				entry := op.Value
+				if entry == nil {
+					entry = storage.EncodeQueued(op.Item)
+				}
+				code := "A"
+				if op.Kind == storage.OpRequeue {
+					code = "R"
+				}
+				o := of(op.Item.Host)
+				o.args = append(o.args, code, hashKey(op.Item.Hash), entry)
+				o.found = true
+			case storage.OpComplete:
+				status, class, err := storage.ResultHead(op.Value)
+				if err != nil {
+					return fmt.Errorf("result of %s: %w", op.Item.URL, err)
+				}
+				o := of(op.Item.Host)
+				o.args = append(o.args, "C", hashKey(op.Item.Hash), op.Value, status, class)
+			case storage.OpDefer:
+				o := of(op.Item.Host)
+				o.args = append(o.args, "D", hashKey(op.Item.Hash), storage.EncodeQueued(op.Item), op.At.UnixMilli())
+			case storage.OpPutRobots:
+				extra.Set(ctx, keysOf(op.Key).robots, op.Value, idleExpiry)
+			case storage.OpAppendCase:
+				c, err := storage.DecodeCase(op.Value)
+				if err != nil {
+					return err
+				}
+				extra.RPush(ctx, keysOf(c.Host).cases, op.Value)
+			case storage.OpResolveCases:
+				resolves = append(resolves, resolveCase{host: op.Key, at: op.At})
+			case storage.OpPutRunningAt:
+				data, _ := json.Marshal(map[string]any{"at": op.At, "running": true})
+				if len(op.Value) > 0 {
+					data = op.Value
+				}
+				extra.HSet(ctx, keyProcs, f.o.ID, data)
+			case storage.OpPutBreaker, storage.OpDeleteBreaker, storage.OpAppendTransition, storage.OpPromote, storage.OpQueueRefreshes:
+				// The shared breakers and their log are kept by the outcome
+				// scripts; promotion happens as a host's queue is loaded, and a
+				// fleet has no refreshes (--recrawl-after is refused).
+			default:
+				return fmt.Errorf("batch operation %d is not supported by the fleet store", op.Kind)
+			}
+			return nil
+		})
+		if err != nil {
+			f.mu.Lock()
+			if f.fatal == nil {
+				f.fatal = fmt.Errorf("store %s: %w", f.s.display, err)
+				close(f.failed)
+			}
+			f.mu.Unlock()
+			return err
+		}
+	}
+	// 1. the hosts' own scripts, one per host, in one round trip.
+	pipe := f.s.rdb.Pipeline()
+	cmds := make([]*redis.Cmd, len(order))
+	for i, host := range order {
+		k := keysOf(host)
+		cmds[i] = applyScript.EvalSha(ctx, pipe, []string{k.queue, k.deferred, k.items, k.seen, k.results, k.counts},
+			ops[host].args...)
+	}
+	if len(order) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil {
+			return err
+		}
+	}
+	// 2. the hosts given new URLs, listed in their shards after the URLs
+	// are queued (see shard.lua's drop for why in this order).
+	now := unixMS(f.o.Now())
+	touched := map[int][]any{}
+	for i, host := range order {
+		if !ops[host].found {
+			continue
+		}
+		res, _ := cmds[i].Int64Slice()
+		if len(res) > 0 && res[0] > 0 {
+			touched[shardOf(host)] = append(touched[shardOf(host)], host)
+			f.mu.Lock()
+			if h := f.hosts[host]; h != nil {
+				h.stale = true
+			}
+			f.mu.Unlock()
+		}
+	}
+	if len(touched) > 0 {
+		pipe := f.s.rdb.Pipeline()
+		for shard, hosts := range touched {
+			f.shardCall(ctx, pipe, shard, append([]any{"touch", now}, hosts...)...)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return err
+		}
+	}
+	// 3. records outside the hosts' scripts, then the breaker outcomes, in order.
+	if extra.Len() > 0 {
+		if _, err := extra.Exec(ctx); err != nil {
+			return err
+		}
+	}
+	for _, rc := range resolves {
+		if err := f.s.resolveCases(ctx, rc.host, rc.at); err != nil {
+			return err
+		}
+	}
+	for _, j := range jobs {
+		if j.outcome == nil {
+			continue
+		}
+		o := j.outcome
+		b, _, err := f.o.Breakers.Outcome(ctx, o.t, o.c, o.detail, o.at)
+		if err != nil {
+			return fmt.Errorf("breaker outcome of %s: %w", o.t.Host, err)
+		}
+		f.mu.Lock()
+		if h := f.hosts[o.t.Host]; h != nil {
+			h.gen = b.Generation
+		}
+		f.mu.Unlock()
+	}
+	return nil
+}
+
+type resolveCase struct {
+	host string
+	at   time.Time
+}
+
+// failAll adds to o a completion with template of every queued URL of
+// host that is not in flight.
+func (f *Frontier) failAll(ctx context.Context, host string, template *storage.Result, o *hostOps) error {
+	items, _, _, err := f.s.load(ctx, host, f.o.Now(), 1<<20, 0)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	var pending map[storage.Hash]struct{}
+	if h := f.hosts[host]; h != nil {
+		pending = h.pending
+	}
+	for _, it := range items {
+		if _, busy := pending[it.Hash]; busy {
+			continue
+		}
+		r := template.ForItem(it)
+		rec := storage.EncodeResult(it, &r)
+		o.args = append(o.args, "C", hashKey(it.Hash), []byte(rec), r.Status, r.ErrorClass)
+	}
+	f.mu.Unlock()
+	return nil
+}
+
+// idleExpiry is how long the keys of a host no longer crawled are kept.
+const idleExpiry = 24 * time.Hour
