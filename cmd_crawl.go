@@ -51,6 +51,7 @@ func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
 	o := &c.opts
 	fs.StringVar(&c.db, "db", "breakwater.db", "database file (created if missing; resumed if it exists)")
 	fs.StringVar(&c.store, "store", "", "crawl on a fleet's shared store instead of --db: redis://[:PASSWORD@]HOST:PORT[/DB] or rediss:// (password also from $"+redisstore.PasswordEnv+"; ?addr=HOST:PORT for more Redis Cluster nodes); every process given the same store is one crawl")
+	fs.StringVar(&o.Fleet.ID, "fleet-id", "", "with --store: this process's name in the fleet (default HOSTNAME-PID); unique per process")
 	fs.DurationVar(&o.Fleet.Lease, "fleet-lease", 10*time.Second, "with --store: how long a process holds a host unrenewed; a process that dies gives its hosts back within this")
 	fs.StringVar(&c.seedsFile, "seeds", "", "file of seed URLs, one a line (# comments and blank lines allowed; - reads standard input)")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "concurrent fetches in all")

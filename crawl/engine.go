@@ -249,7 +249,11 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 		// URLs failed when their host was given up on have no lease: the
 		// file's count tells them (it can also fall, as --retry-failed and
 		// refreshes replace results).
-		Fetched: e.fetched.Load(), Failed: max(e.failed.Load(), counts.Failed-before.Failed-e.skipped.Load())}
+		Fetched: e.fetched.Load(), Failed: e.failed.Load()}
+	if e.file != nil {
+		// Only one process writes the file: its count is this run's.
+		sum.Failed = max(sum.Failed, counts.Failed-before.Failed-e.skipped.Load())
+	}
 	if len(e.opts.Seeds) == 0 && e.opts.SeedsFile == "" {
 		// A resume: URLs of depth 0 left over are not this run's seeds.
 		sum.SeedsFetched, sum.SeedsFailed = 0, 0

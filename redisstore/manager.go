@@ -21,7 +21,8 @@ func (f *Frontier) manager() {
 	defer f.done.Done()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	var renewed time.Time
+	var renewed, claimed, looked time.Time
+	poll := minPoll // grows while a process looks and finds nothing
 	for {
 		select {
 		case <-f.stop:
@@ -40,7 +41,25 @@ func (f *Frontier) manager() {
 			}
 		}
 		if err == nil && !down {
-			err = errors.Join(f.refill(ctx), f.claim(ctx), f.giveBack(ctx), f.lookAtFleet(ctx))
+			err = f.refill(ctx)
+			// An empty claim or look is not repeated at once: an idle
+			// process must not keep Redis busy.
+			if err == nil && time.Since(claimed) >= poll {
+				var got int
+				if got, err = f.claim(ctx); got == 0 {
+					claimed = time.Now()
+					poll = min(2*poll, maxPoll)
+				} else {
+					poll = minPoll
+				}
+			}
+			if err == nil {
+				err = f.giveBack(ctx)
+			}
+			if err == nil && time.Since(looked) >= poll {
+				looked = time.Now()
+				err = f.lookAtFleet(ctx)
+			}
 		}
 		cancel()
 		if err != nil {
@@ -54,6 +73,13 @@ func (f *Frontier) manager() {
 		}
 	}
 }
+
+// A process with nothing to do looks for work every minPoll at first,
+// then less often, up to maxPoll.
+const (
+	minPoll = 50 * time.Millisecond
+	maxPoll = time.Second
+)
 
 // refill loads the queues of hosts whose buffers run low.
 func (f *Frontier) refill(ctx context.Context) error {
@@ -123,7 +149,7 @@ func (f *Frontier) loadHosts(ctx context.Context, hosts []string, now time.Time)
 
 // claim takes hosts from the shards' ready sets until the process holds
 // Hosts hosts with work or no shard has one ready.
-func (f *Frontier) claim(ctx context.Context) error {
+func (f *Frontier) claim(ctx context.Context) (int, error) {
 	f.mu.Lock()
 	busy := 0
 	for _, h := range f.hosts {
@@ -136,7 +162,7 @@ func (f *Frontier) claim(ctx context.Context) error {
 	f.nextShard = (f.nextShard + 1) % Shards
 	f.mu.Unlock()
 	if need <= 0 {
-		return nil
+		return 1, nil
 	}
 	now := f.o.Now()
 	expiry := now.Add(f.o.Lease).UnixMilli()
@@ -150,24 +176,24 @@ func (f *Frontier) claim(ctx context.Context) error {
 		cmds[i] = f.shardCall(ctx, pipe, shard, "claim", f.o.ID, now.UnixMilli(), expiry, per)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return err
+		return 0, err
 	}
 	var got []string
 	for _, c := range cmds {
 		hosts, err := c.StringSlice()
 		if err != nil && !errors.Is(err, redis.Nil) {
-			return err
+			return 0, err
 		}
 		got = append(got, hosts...)
 	}
 	if len(got) == 0 {
-		return nil
+		return 0, nil
 	}
 	breakers := make([]breaker.Breaker, len(got))
 	for i, host := range got {
 		b, _, err := f.o.Breakers.Get(ctx, host)
 		if err != nil {
-			return fmt.Errorf("breaker of %s: %w", host, err)
+			return 0, fmt.Errorf("breaker of %s: %w", host, err)
 		}
 		breakers[i] = b
 	}
@@ -182,7 +208,7 @@ func (f *Frontier) claim(ctx context.Context) error {
 	for i, host := range got {
 		f.o.OnClaim(host, breakers[i])
 	}
-	return f.loadHosts(ctx, got, now)
+	return len(got), f.loadHosts(ctx, got, now)
 }
 
 // giveBack returns to the fleet the hosts with nothing in flight that
