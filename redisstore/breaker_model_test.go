@@ -100,6 +100,12 @@ func registryOutcome(cfg breaker.Config, host string, b breaker.Breaker, t break
 	nb, present = reg.Get(host)
 	if present {
 		nb.Generation -= off
+		if b.Clean() && nb.State == breaker.Closed {
+			// The registry had no entry for b, and a new entry starts with
+			// no rest; a closed breaker's rest is never read (opening from
+			// closed resets it), and the hash keeps the one it had.
+			nb.Rest, nb.Level = b.Rest, b.Level
+		}
 	}
 	for _, tr := range got {
 		tr.Generation -= off
