@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -539,6 +540,44 @@ func TestExpiry(t *testing.T) {
 	}
 	if d := ttl(k.breaker); d <= time.Hour || d > 2*time.Hour {
 		t.Fatalf("closed TTL %v", d)
+	}
+}
+
+// TestCleanOKIsOneRead checks that an ok on a clean closed host costs one
+// EVALSHA, which reads the hash and writes nothing.
+func TestCleanOKIsOneRead(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	bs := NewBreakers(c, breaker.Config{})
+	tk := breaker.Ticket{Host: "clean.example"}
+	// The first run loads the script (EVALSHA, NOSCRIPT, EVAL).
+	if _, _, err := bs.Outcome(ctx, tk, breaker.OK, "", t0); err != nil {
+		t.Fatal(err)
+	}
+	admin := srv.Client()
+	if err := admin.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	b, trs, err := bs.Outcome(ctx, tk, breaker.OK, "", t0)
+	if err != nil || b != (breaker.Breaker{}) || len(trs) != 0 {
+		t.Fatalf("%+v %v %v", b, trs, err)
+	}
+	info, err := admin.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]string{}
+	for line := range strings.Lines(info) {
+		if name, rest, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && strings.HasPrefix(name, "cmdstat_") {
+			n, _, _ := strings.Cut(rest, ",")
+			calls[strings.TrimPrefix(name, "cmdstat_")] = strings.TrimPrefix(n, "calls=")
+		}
+	}
+	delete(calls, "config|resetstat")
+	if want := map[string]string{"evalsha": "1", "hmget": "1"}; !maps.Equal(calls, want) {
+		t.Fatalf("commands run %v, want %v", calls, want)
 	}
 }
 
