@@ -122,7 +122,10 @@ type ownedHost struct {
 	buf  []storage.Item
 	// pending holds the URLs leased and not yet confirmed gone from the
 	// host's queue in Redis: a reload must not offer them again.
-	pending  map[storage.Hash]struct{}
+	pending map[storage.Hash]struct{}
+	// settled holds the URLs whose writes were confirmed since the last
+	// load began: that load may have read them still queued.
+	settled  map[storage.Hash]struct{}
 	inflight int
 	writes   int // jobs of this host not yet written
 	readyAt  time.Time

@@ -110,6 +110,7 @@ func (f *Frontier) loadHosts(ctx context.Context, hosts []string, now time.Time)
 		limits[i] = f.o.Buffer
 		if h := f.hosts[name]; h != nil {
 			limits[i] += len(h.pending)
+			clear(h.settled)
 		}
 	}
 	f.mu.Unlock()
@@ -137,8 +138,9 @@ func (f *Frontier) loadHosts(ctx context.Context, hosts []string, now time.Time)
 		}
 		for _, it := range items {
 			_, busy := h.pending[it.Hash]
+			_, done := h.settled[it.Hash]
 			_, dup := have[it.Hash]
-			if !busy && !dup {
+			if !busy && !done && !dup {
 				h.buf = append(h.buf, it)
 			}
 		}
@@ -200,7 +202,8 @@ func (f *Frontier) claim(ctx context.Context) (int, error) {
 	f.mu.Lock()
 	for i, host := range got {
 		if f.hosts[host] == nil {
-			f.hosts[host] = &ownedHost{name: host, pending: map[storage.Hash]struct{}{}, nextDue: -1,
+			f.hosts[host] = &ownedHost{name: host, pending: map[storage.Hash]struct{}{},
+				settled: map[storage.Hash]struct{}{}, nextDue: -1,
 				gen: breakers[i].Generation}
 		}
 	}

@@ -105,6 +105,7 @@ func (f *Frontier) settleLocked(jobs []job) {
 		}
 		if j.settles {
 			delete(h.pending, j.hash)
+			h.settled[j.hash] = struct{}{}
 		}
 		if j.failAll != nil {
 			h.stale = true
