@@ -58,7 +58,7 @@ func (e *Engine) openFrontier() (crawlFrontier, error) {
 			id = fmt.Sprintf("%s-%d", host, os.Getpid())
 		}
 		f := redisstore.OpenFrontier(rs, redisstore.FrontierOptions{ID: id,
-			HostConcurrency: opts.HostConcurrency, Hosts: max(8, 2*opts.Workers), Lease: opts.Fleet.Lease,
+			HostConcurrency: opts.HostConcurrency, Hosts: fleetHosts(opts.Workers, opts.HostConcurrency), Lease: opts.Fleet.Lease,
 			Breakers: redisstore.NewBreakers(rs.Client(), opts.breakerConfig()),
 			OnClaim:  e.sharedBreaker, OnBreaker: e.sharedBreaker, Now: opts.Now, Logger: opts.Logger})
 		e.fleet = fleetAdapter{f}
@@ -73,6 +73,13 @@ func (e *Engine) openFrontier() (crawlFrontier, error) {
 		fo.Archive = e.archive
 	}
 	return frontier.Open(db, fo)
+}
+
+// fleetHosts is how many hosts with work a process holds: enough to keep
+// its workers busy twice over, and no more, so that the hosts of a crawl
+// are spread over the fleet instead of held by the first process.
+func fleetHosts(workers, hostConcurrency int) int {
+	return max(8, 2*((workers+hostConcurrency-1)/hostConcurrency))
 }
 
 // sharedBreaker takes in a host's shared breaker: when the process takes

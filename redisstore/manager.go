@@ -35,7 +35,18 @@ func (f *Frontier) manager() {
 		f.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		var err error
-		if time.Since(renewed) >= f.o.Lease/4 {
+		if down {
+			// The writer's next success ends the outage too, but a process
+			// with nothing to write must also see Redis come back.
+			if err = f.s.rdb.Ping(ctx).Err(); err == nil {
+				f.mu.Lock()
+				f.markUpLocked()
+				f.mu.Unlock()
+				down = false
+				renewed = time.Time{} // renew first: leases may have expired meanwhile
+			}
+		}
+		if err == nil && time.Since(renewed) >= f.o.Lease/4 {
 			if err = f.renew(ctx); err == nil {
 				renewed = time.Now()
 			}
@@ -172,7 +183,7 @@ func (f *Frontier) claim(ctx context.Context) (int, error) {
 	cmds := make([]*redis.Cmd, Shards)
 	// Ask every shard at once for its share, from a shard that turns, so
 	// that processes do not all empty the same shard first.
-	per := max(1, (need+Shards-1)/Shards*2)
+	per := max(1, (need+Shards-1)/Shards)
 	for i := range Shards {
 		shard := (start + i) % Shards
 		cmds[i] = f.shardCall(ctx, pipe, shard, "claim", f.o.ID, now.UnixMilli(), expiry, per)
