@@ -1,11 +1,11 @@
 package crawl
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 
 	"breakwater/fetch"
+	"breakwater/redisstore"
 	"breakwater/storage"
 	"breakwater/warc"
 )
@@ -17,11 +17,19 @@ func (e *Engine) openArchive() error {
 	if o.Dir == "" {
 		return nil
 	}
-	db, ok := e.db.(*storage.DB)
-	if !ok {
-		return errors.New("--warc needs a database file (--db)")
+	// In a fleet each process keeps its own files, named after the
+	// process (HOSTNAME-PID by default), and its own state in the store.
+	var state warc.Store
+	var name string
+	switch db := e.db.(type) {
+	case *storage.DB:
+		state = db
+	case *redisstore.Store:
+		state, name = db.ArchiveStore(e.fleetID()), e.fleetID()
+	default:
+		return fmt.Errorf("--warc: a store of type %T keeps no archive state", e.db)
 	}
-	w, err := warc.Open(db, warc.Options{Dir: o.Dir, Prefix: o.Prefix, MaxFileSize: o.Size, Dedupe: o.Dedupe,
+	w, err := warc.Open(state, warc.Options{Dir: o.Dir, Prefix: o.Prefix, MaxFileSize: o.Size, Dedupe: o.Dedupe, Hostname: name,
 		Software: "breakwater/" + Version, Now: e.opts.Now, Logger: e.log,
 		Info: [][2]string{{"robots", "obey"}, {"http-header-user-agent", e.opts.UserAgent},
 			{"isPartOf", e.db.Path()}}})

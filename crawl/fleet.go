@@ -41,8 +41,6 @@ func (o *Options) validateFleet() error {
 		return errors.New("--retry-failed is not supported with --store redis:// yet")
 	case o.MaxPagesPerHost > 0:
 		return errors.New("--max-pages-per-host is not supported with --store redis:// yet")
-	case o.WARC.Dir != "":
-		return errors.New("--warc is not supported with --store redis:// yet")
 	}
 	return nil
 }
@@ -52,16 +50,14 @@ func (o *Options) validateFleet() error {
 func (e *Engine) openFrontier() (crawlFrontier, error) {
 	opts := e.opts
 	if rs, ok := e.db.(*redisstore.Store); ok {
-		id := opts.Fleet.ID
-		if id == "" {
-			host, _ := os.Hostname()
-			id = fmt.Sprintf("%s-%d", host, os.Getpid())
-		}
-		f := redisstore.OpenFrontier(rs, redisstore.FrontierOptions{ID: id,
+		fo := redisstore.FrontierOptions{ID: e.fleetID(),
 			HostConcurrency: opts.HostConcurrency, Hosts: fleetHosts(opts.Workers, opts.HostConcurrency), Lease: opts.Fleet.Lease,
 			Breakers: redisstore.NewBreakers(rs.Client(), opts.breakerConfig()),
-			OnClaim:  e.sharedBreaker, OnBreaker: e.sharedBreaker, Now: opts.Now, Logger: opts.Logger})
-		e.fleet = fleetAdapter{f}
+			OnClaim:  e.sharedBreaker, OnBreaker: e.sharedBreaker, Now: opts.Now, Logger: opts.Logger}
+		if e.archive != nil {
+			fo.Archive = e.archive
+		}
+		e.fleet = fleetAdapter{redisstore.OpenFrontier(rs, fo)}
 		return e.fleet, nil
 	}
 	db, ok := e.db.(*storage.DB)
@@ -80,6 +76,15 @@ func (e *Engine) openFrontier() (crawlFrontier, error) {
 // are spread over the fleet instead of held by the first process.
 func fleetHosts(workers, hostConcurrency int) int {
 	return max(8, 2*((workers+hostConcurrency-1)/hostConcurrency))
+}
+
+// fleetID names this process in the fleet: --fleet-id, or HOSTNAME-PID.
+func (e *Engine) fleetID() string {
+	if e.opts.Fleet.ID == "" {
+		host, _ := os.Hostname()
+		e.opts.Fleet.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	return e.opts.Fleet.ID
 }
 
 // sharedBreaker takes in a host's shared breaker: when the process takes

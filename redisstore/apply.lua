@@ -1,14 +1,16 @@
 -- apply.lua: one batch of frontier operations on one host, atomically.
 -- KEYS: 1 queue (zset hash->seq), 2 deferred (zset hash->due ms),
---       3 items (hash hash->entry), 4 seen (set), 5 results (hash), 6 counts (hash)
+--       3 items (hash hash->entry), 4 seen (set), 5 results (hash), 6 counts (hash),
+--       7 warc (hash hash->"FILE OFFSET")
 -- ARGV: a flat list of operations, each a code and its fields:
 --   A hash entry               queue if never seen
 --   R hash entry               queue again even if seen, unless queued or deferred
 --   C hash record status class complete: drop from the queue, store the result
 --   D hash entry due           defer: move from the queue to the deferred set
 --   P now limit                promote up to limit deferred URLs due by now
+--   W hash placement           where a completed URL's WARC records are
 -- Returns {added, completed, deferred, promoted}.
-local q, d, u, seen, r, c = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local q, d, u, seen, r, c, w = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local added, completed, deferred, promoted = 0, 0, 0, 0
 
 local function enqueue(h, entry)
@@ -89,6 +91,9 @@ while i <= #ARGV do
       enqueue(h, nil)
       promoted = promoted + 1
     end
+    i = i + 3
+  elseif op == 'W' then
+    redis.call('HSET', w, ARGV[i + 1], ARGV[i + 2])
     i = i + 3
   else
     return redis.error_reply('apply.lua: unknown operation ' .. tostring(op))

@@ -52,6 +52,10 @@ type FrontierOptions struct {
 	// OnBreaker when a held host's breaker was changed by someone else (an
 	// operator's pause); neither under a lock of the frontier.
 	OnClaim, OnBreaker func(host string, b breaker.Breaker)
+	// Archive, if set, writes the records of the pages a batch completes
+	// before the batch is stored (see frontier.Options.Archive); its state
+	// is kept under ID.
+	Archive frontier.Archive
 	Now                func() time.Time
 	Logger             *slog.Logger
 }
@@ -151,6 +155,8 @@ type job struct {
 	counted bool // counted in its host's writes
 	outcome *outcome
 	failAll *storage.Result // FailHost's template
+	// placement is where the archive wrote the completed page's records.
+	placement string
 }
 
 type outcome struct {
@@ -341,13 +347,13 @@ func (f *Frontier) Started(l *frontier.Lease, next time.Time) {
 	f.broadcastLocked()
 }
 
-// CompleteWith ends a lease with its result and the URLs it found. The
-// archive's attachment is not supported in fleet mode and must be nil.
+// CompleteWith ends a lease with its result and the URLs it found; attach,
+// if not nil, goes to the archive with the write that stores the result.
 func (f *Frontier) CompleteWith(l *frontier.Lease, r *storage.Result, found []storage.Item, attach any) error {
-	if attach != nil {
-		return errors.New("fleet frontier: archiving is not supported")
-	}
 	var b storage.Batch
+	if attach != nil {
+		b.Attach(attach)
+	}
 	b.CompleteRecord(l.Item, storage.EncodeResult(l.Item, r))
 	for _, it := range found {
 		b.AddEncoded(it, storage.EncodeQueued(it))

@@ -19,6 +19,7 @@ import (
 //	bw:{H}:u                  hash: URL hash -> encoded storage.Item (queued or deferred)
 //	bw:{H}:seen               set: URL hashes ever queued for the host
 //	bw:{H}:r                  hash: URL hash -> encoded storage.Result
+//	bw:{H}:w                  hash: URL hash -> "FILE OFFSET": where its WARC records are
 //	bw:{H}:c                  hash: counters (seq queued deferred done failed pages)
 //	bw:{H}:b                  hash: the circuit breaker (see breakerFields)
 //	bw:{H}:probe              string: the half-open probe gate, value = generation (SET NX PX)
@@ -30,6 +31,8 @@ import (
 //	bw:{sN}:owner             hash: host -> id of the process holding it
 //	bw:{sN}:touch             hash: host -> count of adds, for the release race (see release)
 //	bw:{sN}:hosts             set: every host of the shard ever queued
+//	bw:{cN}:captures          hash: payload digest -> its first capture (--warc-dedupe)
+//	bw:{meta}:warc:ID         string: process ID's archive state (JSON)
 const (
 	// Shards is the number of shards of the cross-host structures.
 	Shards = 16
@@ -46,12 +49,12 @@ const (
 
 // hostKeys are the keys of one host.
 type hostKeys struct {
-	queue, deferred, items, seen, results, counts, breaker, probe, transitions, cases, robots string
+	queue, deferred, items, seen, results, warc, counts, breaker, probe, transitions, cases, robots string
 }
 
 func keysOf(host string) hostKeys {
 	p := "bw:{" + host + "}:"
-	return hostKeys{queue: p + "q", deferred: p + "d", items: p + "u", seen: p + "seen", results: p + "r",
+	return hostKeys{queue: p + "q", deferred: p + "d", items: p + "u", seen: p + "seen", results: p + "r", warc: p + "w",
 		counts: p + "c", breaker: p + "b", probe: p + "probe", transitions: p + "t", cases: p + "cases",
 		robots: p + "robots"}
 }
@@ -67,3 +70,9 @@ func keysOfShard(n int) shardKeys {
 	p := "bw:{s" + strconv.Itoa(n) + "}:"
 	return shardKeys{ready: p + "ready", owner: p + "owner", touch: p + "touch", hosts: p + "hosts"}
 }
+
+func keyOfCaptures(digest string) string {
+	return "bw:{c" + strconv.Itoa(int(crc32.ChecksumIEEE([]byte(digest))%Shards)) + "}:captures"
+}
+
+func keyOfArchive(id string) string { return "bw:{meta}:warc:" + id }

@@ -159,10 +159,24 @@ func (s *Store) ForEachResult(fn func(r *storage.Result) error) error {
 				if err != nil {
 					return fmt.Errorf("store %s: read results of %s: %w", s.display, h, err)
 				}
+				var where []any
+				if len(kv) > 0 {
+					hashes := make([]string, 0, len(kv)/2)
+					for i := 0; i < len(kv); i += 2 {
+						hashes = append(hashes, kv[i])
+					}
+					if where, err = s.rdb.HMGet(ctx, keysOf(h).warc, hashes...).Result(); err != nil {
+						return fmt.Errorf("store %s: read WARC places of %s: %w", s.display, h, err)
+					}
+				}
 				for i := 1; i < len(kv); i += 2 {
 					_, r, err := storage.DecodeResult([]byte(kv[i]))
 					if err != nil {
 						return fmt.Errorf("store %s: result %s of %s: %w", s.display, kv[i-1], h, err)
+					}
+					if place, ok := where[i/2].(string); ok {
+						file, offset, _ := strings.Cut(place, " ")
+						r.WARCFile, r.WARCOffset = file, atoi(offset)
 					}
 					if err := fn(&r); err != nil {
 						return err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,10 +14,14 @@ import (
 	"breakwater/storage"
 )
 
-// writer stores the queued jobs, in order, a batch at a time.
+// writer stores the queued jobs, in order, a batch at a time. With an
+// archive, a batch's pages are archived once, before it is first tried:
+// until Redis has taken it, it is retried alone (the archive accounts
+// for one batch at a time), and new jobs wait behind it.
 func (f *Frontier) writer() {
 	defer f.done.Done()
 	backoff := 100 * time.Millisecond
+	var retry []job // archived, not yet stored
 	for {
 		select {
 		case <-f.stop:
@@ -24,17 +29,34 @@ func (f *Frontier) writer() {
 		case <-f.kickWriter:
 		case <-time.After(100 * time.Millisecond):
 		}
-		// Let a few more jobs gather: a batch costs one round trip whatever its size.
-		time.Sleep(2 * time.Millisecond)
+		// Let a few more jobs gather: a batch costs one round trip whatever
+		// its size, and with an archive one flush of the WARC file too.
+		if f.o.Archive != nil {
+			time.Sleep(50 * time.Millisecond)
+		} else {
+			time.Sleep(2 * time.Millisecond)
+		}
 		f.mu.Lock()
-		jobs := f.jobs
-		f.jobs = nil
+		jobs := retry
+		if jobs == nil {
+			jobs = f.jobs
+			f.jobs = nil
+		}
 		f.writing = len(jobs)
 		f.mu.Unlock()
 		if len(jobs) == 0 {
 			continue
 		}
-		err := f.write(jobs)
+		archived := retry != nil
+		var err error
+		if !archived {
+			archived, jobs, err = f.archive(jobs)
+			if err != nil {
+				f.fail(err)
+				return
+			}
+		}
+		err = f.write(jobs)
 		if err != nil && isNoScript(err) {
 			// Redis restarted and forgot the scripts: load them and try again.
 			if err = f.s.loadScripts(context.Background()); err == nil {
@@ -44,15 +66,16 @@ func (f *Frontier) writer() {
 		f.mu.Lock()
 		f.writing = 0
 		if err != nil {
-			f.jobs = append(jobs, f.jobs...) // kept, in order, until Redis takes them
-			fatal := isFatal(err)
-			if fatal && f.fatal == nil {
-				f.fatal = fmt.Errorf("store %s: %w", f.s.display, err)
-				close(f.failed)
+			if archived {
+				retry = jobs
+			} else {
+				f.jobs = append(jobs, f.jobs...) // kept, in order, until Redis takes them
 			}
+			fatal := isFatal(err)
 			f.markDownLocked(err)
 			f.mu.Unlock()
 			if fatal {
+				f.fail(err)
 				return
 			}
 			select {
@@ -64,12 +87,61 @@ func (f *Frontier) writer() {
 			kick(f.kickWriter)
 			continue
 		}
+		retry = nil
+		if archived {
+			f.o.Archive.AfterCommit()
+		}
 		backoff = 100 * time.Millisecond
 		f.markUpLocked()
 		f.settleLocked(jobs)
 		f.broadcastLocked()
 		f.mu.Unlock()
 	}
+}
+
+// fail stops the frontier for good: nothing more can be stored.
+func (f *Frontier) fail(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fatal == nil {
+		f.fatal = fmt.Errorf("store %s: %w", f.s.display, err)
+		close(f.failed)
+		f.broadcastLocked()
+	}
+}
+
+// archive writes the records the jobs carry, and returns the jobs with
+// the archive's own writes (its state, first captures) added.
+func (f *Frontier) archive(jobs []job) (bool, []job, error) {
+	if f.o.Archive == nil {
+		return false, jobs, nil
+	}
+	var ab storage.Batch
+	for _, j := range jobs {
+		if j.batch != nil {
+			for _, v := range j.batch.Attached() {
+				ab.Attach(v)
+			}
+		}
+	}
+	if len(ab.Attached()) == 0 {
+		return false, jobs, nil
+	}
+	if err := f.o.Archive.BeforeCommit(&ab); err != nil {
+		return false, jobs, err
+	}
+	for i, j := range jobs {
+		if j.batch == nil {
+			continue
+		}
+		for _, v := range j.batch.Attached() {
+			if p, ok := v.(interface{ Placement() (string, int64) }); ok {
+				file, offset := p.Placement()
+				jobs[i].placement = file + " " + strconv.FormatInt(offset, 10)
+			}
+		}
+	}
+	return true, append(jobs, job{batch: &ab}), nil
 }
 
 // markDownLocked records that Redis failed: the first failure of an
@@ -113,11 +185,17 @@ func (f *Frontier) settleLocked(jobs []job) {
 	}
 }
 
+// errUnstorable marks a batch the fleet store cannot take at all.
+var errUnstorable = errors.New("not storable")
+
 func isNoScript(err error) bool { return err != nil && strings.Contains(err.Error(), "NOSCRIPT") }
 
 // isFatal tells errors that waiting will not cure (a script that fails
 // on its data) from an outage.
 func isFatal(err error) bool {
+	if errors.Is(err, errUnstorable) {
+		return true
+	}
 	var re redis.Error
 	if !errors.As(err, &re) {
 		return false
@@ -195,6 +273,10 @@ func (f *Frontier) write(jobs []job) error {
 				extra.RPush(ctx, keysOf(c.Host).cases, op.Value)
 			case storage.OpResolveCases:
 				resolves = append(resolves, resolveCase{host: op.Key, at: op.At})
+			case storage.OpPutArchiveState:
+				extra.Set(ctx, keyOfArchive(f.o.ID), op.Value, 0)
+			case storage.OpPutCapture:
+				extra.HSetNX(ctx, keyOfCaptures(op.Key), op.Key, op.Value)
 			case storage.OpPutRunningAt:
 				data, _ := json.Marshal(map[string]any{"at": op.At, "running": true})
 				if len(op.Value) > 0 {
@@ -211,13 +293,11 @@ func (f *Frontier) write(jobs []job) error {
 			return nil
 		})
 		if err != nil {
-			f.mu.Lock()
-			if f.fatal == nil {
-				f.fatal = fmt.Errorf("store %s: %w", f.s.display, err)
-				close(f.failed)
-			}
-			f.mu.Unlock()
-			return err
+			return fmt.Errorf("%w: %w", errUnstorable, err)
+		}
+		if j.placement != "" {
+			o := of(j.host)
+			o.args = append(o.args, "W", hashKey(j.hash), j.placement)
 		}
 	}
 	// 1. the hosts' own scripts, one per host, in one round trip.
@@ -225,7 +305,7 @@ func (f *Frontier) write(jobs []job) error {
 	cmds := make([]*redis.Cmd, len(order))
 	for i, host := range order {
 		k := keysOf(host)
-		cmds[i] = applyScript.EvalSha(ctx, pipe, []string{k.queue, k.deferred, k.items, k.seen, k.results, k.counts},
+		cmds[i] = applyScript.EvalSha(ctx, pipe, []string{k.queue, k.deferred, k.items, k.seen, k.results, k.counts, k.warc},
 			ops[host].args...)
 	}
 	if len(order) > 0 {

@@ -87,12 +87,18 @@ func (db *DB) LookupCapture(digest string) (c Capture, ok bool, err error) {
 		if v == nil {
 			return nil
 		}
-		nanos, n := binary.Varint(v)
-		if n <= 0 {
-			return fmt.Errorf("capture %q: malformed record", digest)
-		}
-		c, ok = Capture{URI: string(v[n:]), Date: time.Unix(0, nanos).UTC()}, true
-		return nil
+		c, err = DecodeCapture(digest, v)
+		ok = err == nil
+		return err
 	})
 	return c, ok, err
+}
+
+// DecodeCapture decodes a capture recorded by PutCapture.
+func DecodeCapture(digest string, v []byte) (Capture, error) {
+	nanos, n := binary.Varint(v)
+	if n <= 0 {
+		return Capture{}, fmt.Errorf("capture %q: malformed record", digest)
+	}
+	return Capture{URI: string(v[n:]), Date: time.Unix(0, nanos).UTC()}, nil
 }

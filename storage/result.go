@@ -43,6 +43,13 @@ type Result struct {
 	Referrer string `json:"referrer"`
 	Location string `json:"location,omitempty"`
 	Lastmod  string `json:"lastmod,omitempty"`
+
+	// WARCFile and WARCOffset say where the fetch's records are: the WARC
+	// file (of the process that fetched it, in a fleet) and the offset of
+	// its first record. Only a fleet's store keeps them (beside the
+	// result, not in its encoding); "" and 0 otherwise.
+	WARCFile   string `json:"warc_file,omitempty"`
+	WARCOffset int64  `json:"warc_offset,omitempty"`
 }
 
 // Failed reports whether the result records a failure rather than a page.

@@ -61,6 +61,10 @@ type Entry struct {
 	// if that capture is still not in the file (see BeforeCommit).
 	of       *claim
 	fallback *spool.Buffer
+	// File and Offset are where BeforeCommit wrote the entry: the file's
+	// finished name and the offset of its first record.
+	File   string
+	Offset int64
 }
 
 // Size is the entry's size in the file.
@@ -325,3 +329,6 @@ func appendMember(buf io.Writer, f *gowarc.WarcFields, block Block, digest strin
 	}
 	return zw.Close()
 }
+
+// Placement is where BeforeCommit wrote the entry (see File and Offset).
+func (e *Entry) Placement() (file string, offset int64) { return e.File, e.Offset }

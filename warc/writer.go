@@ -48,6 +48,15 @@ type Options struct {
 	Logger   *slog.Logger
 }
 
+// Store is where the archive's state is kept with the crawl's: the
+// database file (*storage.DB), or a fleet process's part of the fleet's
+// store.
+type Store interface {
+	ArchiveState() (s storage.ArchiveState, ok bool, err error)
+	PutArchiveState(s storage.ArchiveState) error
+	LookupCapture(digest string) (c storage.Capture, ok bool, err error)
+}
+
 // Writer appends the crawl's records to WARC files in step with the
 // crawl's commits (it is the frontier's Archive): the records of the
 // pages a commit marks done are in the file, flushed to disk, before that
@@ -56,7 +65,7 @@ type Options struct {
 // file, and Open cuts them off: a page is in the archive exactly when the
 // database says it is done.
 type Writer struct {
-	db   *storage.DB
+	db   Store
 	opts Options
 
 	// Touched by the frontier's writer goroutine only.
@@ -80,7 +89,7 @@ type Writer struct {
 // Open prepares the archive of the crawl in db: it finishes the file a
 // crashed run left open (cut back to what the database accounts for) and
 // returns a Writer that starts a new file at its first commit.
-func Open(db *storage.DB, o Options) (*Writer, error) {
+func Open(db Store, o Options) (*Writer, error) {
 	if o.Prefix == "" {
 		o.Prefix = DefaultPrefix
 	}
@@ -271,6 +280,7 @@ func (w *Writer) BeforeCommit(b *storage.Batch) error {
 		if e.of != nil && !e.of.written {
 			data = e.fallback
 		}
+		e.File, e.Offset = w.state.File, w.size
 		n, err := data.WriteTo(w.file)
 		w.size += n
 		if err != nil {
