@@ -56,8 +56,8 @@ type FrontierOptions struct {
 	// before the batch is stored (see frontier.Options.Archive); its state
 	// is kept under ID.
 	Archive frontier.Archive
-	Now                func() time.Time
-	Logger             *slog.Logger
+	Now     func() time.Time
+	Logger  *slog.Logger
 }
 
 func (o FrontierOptions) withDefaults() FrontierOptions {
