@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"breakwater/crawl"
+	"breakwater/redisstore"
 	"breakwater/storage"
 	"breakwater/warc"
 )
@@ -42,7 +43,8 @@ type verifyReport struct {
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("verify", "verify --db FILE [--warc DIR] [--json]", stdout)
-	dbPath := fs.String("db", "", "database file to check (required); it is only read")
+	dbPath := fs.String("db", "", "database file to check (this or --store is required); it is only read")
+	storeURL := fs.String("store", "", "a fleet crawl's store to check instead of --db: redis://HOST:PORT[/DB]; it is only read")
 	warcDir := fs.String("warc", "", "also check the crawl's WARC files in this directory: every page done is archived, once")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	maxProblems := fs.Int("max-problems", storage.DefaultMaxProblems, "problems listed; the rest are counted")
@@ -50,8 +52,14 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	switch {
+	case *storeURL != "" && *dbPath != "":
+		return usagef("verify: give --db or --store, not both")
+	case *storeURL != "" && *warcDir != "":
+		return usagef("verify: --warc checks a file's archive; with --store, each process's WARC files are checked with warc-check")
+	case *storeURL != "":
+		return verifyStore(ctx, *storeURL, *maxProblems, *asJSON, stdout)
 	case *dbPath == "":
-		return usagef("verify: --db FILE is required")
+		return usagef("verify: --db FILE or --store URL is required")
 	case fs.NArg() > 0:
 		return usagef("verify takes no arguments, got %q", fs.Args())
 	case *maxProblems < 1:
@@ -83,15 +91,34 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	out.Problems = rep.Problems
-	out.Omitted = rep.Omitted
 	for _, p := range archiveProblems {
-		if len(out.Problems) < *maxProblems {
-			out.Problems = append(out.Problems, p)
+		if len(rep.Problems) < *maxProblems {
+			rep.Problems = append(rep.Problems, p)
 		} else {
-			out.Omitted++
+			rep.Omitted++
 		}
 	}
+	return reportVerify(out, rep, *asJSON, stdout)
+}
+
+// verifyStore checks a fleet's store.
+func verifyStore(ctx context.Context, storeURL string, maxProblems int, asJSON bool, stdout io.Writer) error {
+	st, err := redisstore.Open(ctx, storeURL, redisstore.ReadOnly)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rep, err := st.Verify(ctx, storage.VerifyOptions{MaxProblems: maxProblems})
+	if err != nil {
+		return err
+	}
+	return reportVerify(verifyReport{DB: st.Path()}, rep, asJSON, stdout)
+}
+
+// reportVerify prints rep and tells its verdict by the error.
+func reportVerify(out verifyReport, rep *storage.VerifyReport, asJSON bool, stdout io.Writer) error {
+	out.Problems = rep.Problems
+	out.Omitted = rep.Omitted
 	out.OK = len(out.Problems) == 0 && out.Omitted == 0
 	out.Seen, out.Queued, out.Deferred, out.Staged = rep.Seen, rep.Queued, rep.Deferred, rep.Staged
 	out.Pages, out.Failed, out.Hosts, out.Breakers = rep.Pages, rep.Failed, rep.Hosts, rep.Breakers
@@ -99,7 +126,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if out.Problems == nil {
 		out.Problems = []string{}
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		if err := enc.Encode(out); err != nil {
 			return err
