@@ -575,6 +575,9 @@ func writeMetricsEvery(path string, m *metrics.Crawl, every time.Duration, log *
 // server's version, this crawl's schema or empty) before anything is
 // written to it.
 func crawlFleet(ctx context.Context, storeURL string, opts crawl.Options, given func(string) bool, policy runPolicy, stdout io.Writer) error {
+	if err := opts.ValidateFleet(); err != nil {
+		return usageError{err}
+	}
 	st, err := redisstore.Open(ctx, storeURL, redisstore.Create)
 	if err != nil {
 		return err

@@ -115,7 +115,7 @@ func New(opts Options, db Store) (*Engine, error) {
 	}
 	file, _ := db.(fileStore)
 	if file == nil {
-		if err := opts.validateFleet(); err != nil {
+		if err := opts.ValidateFleet(); err != nil {
 			return nil, err
 		}
 	}

@@ -32,9 +32,14 @@ type FleetOptions struct {
 	Lease time.Duration
 }
 
-// validateFleet refuses the options a fleet store does not support yet.
-func (o *Options) validateFleet() error {
+// ValidateFleet refuses the options a fleet store does not support yet,
+// and a bad --fleet-id or --fleet-lease.
+func (o *Options) ValidateFleet() error {
 	switch {
+	case o.Fleet.ID != "" && !validFleetID(o.Fleet.ID):
+		return fmt.Errorf("--fleet-id %q: use letters, digits, '.', '_' and '-' only (it names the process's WARC files)", o.Fleet.ID)
+	case o.Fleet.Lease != 0 && o.Fleet.Lease < 100*time.Millisecond:
+		return fmt.Errorf("--fleet-lease %s: at least 100ms", o.Fleet.Lease)
 	case o.RecrawlAfter > 0:
 		return errors.New("--recrawl-after is not supported with --store redis:// yet")
 	case o.RetryFailed:
@@ -43,6 +48,15 @@ func (o *Options) validateFleet() error {
 		return errors.New("--max-pages-per-host is not supported with --store redis:// yet")
 	}
 	return nil
+}
+
+func validFleetID(id string) bool {
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return len(id) <= 64
 }
 
 // openFrontier opens the file's frontier, or a fleet frontier on a

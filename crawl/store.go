@@ -25,7 +25,7 @@ type Store interface {
 }
 
 // fileStore is what only the file offers: a fleet crawl refuses the
-// options that need it (see Options.validateFleet).
+// options that need it (see Options.ValidateFleet).
 type fileStore interface {
 	Store
 	HostPages(host string) (n int64, stored bool, err error)
