@@ -87,32 +87,32 @@ func connect(rawURL string) (redis.UniversalClient, string, error) {
 		return nil, redact(rawURL), fmt.Errorf("store %q: want redis://[:PASSWORD@]HOST:PORT[/DB] or rediss://... (with ?addr=HOST:PORT for more Cluster nodes)", redact(rawURL))
 	}
 	display := redact(rawURL)
-	password := os.Getenv(PasswordEnv)
-	timeouts := func(dial, rw *time.Duration) { *dial, *rw = 3*time.Second, 5*time.Second }
 	if u.Query().Has("addr") {
 		o, err := redis.ParseClusterURL(rawURL)
 		if err != nil {
 			return nil, display, fmt.Errorf("store %s: %w", display, err)
 		}
-		if o.Password == "" {
-			o.Password = password
-		}
-		timeouts(&o.DialTimeout, &o.ReadTimeout)
-		o.WriteTimeout = o.ReadTimeout
-		o.MaxRetries = -1 // the caller retries whole batches; a retry inside would hide an outage
+		tune(&o.Password, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries)
 		return redis.NewClusterClient(o), display, nil
 	}
 	o, err := redis.ParseURL(rawURL)
 	if err != nil {
 		return nil, display, fmt.Errorf("store %s: %w", display, err)
 	}
-	if o.Password == "" {
-		o.Password = password
-	}
-	timeouts(&o.DialTimeout, &o.ReadTimeout)
-	o.WriteTimeout = o.ReadTimeout
-	o.MaxRetries = -1
+	tune(&o.Password, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries)
 	return redis.NewClient(o), display, nil
+}
+
+// tune sets what a parsed URL leaves to the client: the password from
+// the environment when the URL has none, short timeouts, and no retries
+// inside the client (the writer retries whole batches; a retry inside
+// would hide an outage from it).
+func tune(password *string, dial, read, write *time.Duration, retries *int) {
+	if *password == "" {
+		*password = os.Getenv(PasswordEnv)
+	}
+	*dial, *read, *write = 3*time.Second, 5*time.Second, 5*time.Second
+	*retries = -1
 }
 
 // redact drops the password from a store URL.
