@@ -1,0 +1,31 @@
+// Package redisstore keeps a fleet crawl's state in Redis (or a Redis
+// Cluster), so that several breakwater processes, on one machine or many,
+// are one crawler: one frontier, one seen set, one breaker per host.
+//
+// The layout (keys.go) gives every key of one host the host as its hash
+// tag, so a host's state is on one Cluster slot and the scripts that change
+// it are atomic; the cross-host structures (the ready sets that share the
+// hosts out, their leases) are split into Shards shards.
+//
+// The pieces:
+//
+//	store.go     Open: the URL, the password, the server's version, the
+//	             schema marker; nothing is written until the crawl's
+//	             settings are
+//	apply.lua    one batch of queue operations on one host (add if unseen,
+//	             complete, defer, promote) with its counters and tallies
+//	load.lua     a host's queue head, due deferred URLs promoted first
+//	shard.lua    a shard's ready set: touch, claim, renew, release, drop, wake
+//	breaker.lua  one outcome applied to a host's shared breaker, with its
+//	hold.lua     transitions logged; pauses and case releases
+//	breaker.go   the Go side of both, and the fleet's probe gate (SET NX PX)
+//	frontier.go  the fleet frontier of one process: the hosts it holds and
+//	manager.go   their leases (manager.go) and the batching writer
+//	writer.go    (writer.go), behind the engine's frontier interface
+//	query.go     the reads behind the commands; api.go answers the control
+//	api.go       API from the store; verify.go checks its invariants
+//	archive.go   a process's WARC state in the store
+//
+// Time is always passed in by the caller (Unix milliseconds), never read
+// from Redis, so the scripts are deterministic.
+package redisstore
