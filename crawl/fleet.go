@@ -113,9 +113,6 @@ func (e *Engine) sharedBreaker(host string, b breaker.Breaker) {
 // cannot change it: an answer from a host whose breaker is clean (the
 // common case, which so costs Redis nothing).
 func (e *Engine) shareOutcome(t breaker.Ticket, before breaker.Breaker, known bool, v Verdict, now time.Time) {
-	if e.fleet == nil {
-		return
-	}
 	if v.Class != breaker.Transient && v.Class != breaker.Refused && (!known || before.Clean()) {
 		return
 	}

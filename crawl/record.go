@@ -69,9 +69,13 @@ func (e *Engine) record(x *exchange, v Verdict) disposition {
 // reportOutcome feeds the breaker the class, never the raw status, and
 // raises a case when the host refused us by name.
 func (e *Engine) reportOutcome(t breaker.Ticket, url string, v Verdict, now time.Time) {
-	before, known := e.breakers.Get(t.Host)
-	e.breakers.Report(t, v.Class, v.Detail, now)
-	e.shareOutcome(t, before, known, v, now) // fleet.go
+	if e.fleet != nil {
+		before, known := e.breakers.Get(t.Host)
+		e.breakers.Report(t, v.Class, v.Detail, now)
+		e.shareOutcome(t, before, known, v, now) // fleet.go
+	} else {
+		e.breakers.Report(t, v.Class, v.Detail, now)
+	}
 	if t.Probe {
 		// URLs that met the busy probe gate wait for this report, not for
 		// the gate's deadline.
