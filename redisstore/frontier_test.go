@@ -589,7 +589,7 @@ func ftSite(hosts, perHost int) []storage.Item {
 // ftLedger records the leases of several Frontier instances.
 type ftLedger struct {
 	mu       sync.Mutex
-	leases   map[string][]string   // URL -> instances that leased it, in order
+	leases   map[string][]string    // URL -> instances that leased it, in order
 	inflight map[string]map[int]int // host -> instance -> leases in flight
 	first    map[string]map[int]time.Time
 	errs     []string
