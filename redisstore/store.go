@@ -118,7 +118,18 @@ func tune(password *string, dial, read, write *time.Duration, retries *int) {
 // redact drops the password from a store URL.
 func redact(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	if err != nil {
+		// It may hold a password all the same: hide its user information.
+		if i := strings.Index(raw, "://"); i >= 0 {
+			rest := raw[i+3:]
+			authority := rest[:strings.IndexAny(rest+"/", "/?#")]
+			if j := strings.LastIndex(authority, "@"); j >= 0 {
+				return raw[:i+3] + "xxxxx" + rest[j:]
+			}
+		}
+		return raw
+	}
+	if u.User == nil {
 		return raw
 	}
 	if _, has := u.User.Password(); has {
