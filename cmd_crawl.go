@@ -128,11 +128,14 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	c.opts.Logger = logger
 	defer func() { c.cleanup() }()
 	if err = c.toOptions(fs.Args()); err == nil {
-		target := c.db
+		policy := runPolicy{failRatio: c.failRatio, listen: c.listen, metricsFile: c.metricsFile, notify: c.notify, line: c.line}
 		if c.store != "" {
-			target = c.store
+			// Whatever it holds: a --store that is no store URL is refused
+			// by the store, not taken for a file to crawl into alone.
+			err = crawlFleet(ctx, c.store, c.opts, c.given, policy, stdout)
+		} else {
+			err = crawlInto(ctx, c.db, c.opts, c.given, policy, stdout)
 		}
-		err = crawlInto(ctx, target, c.opts, c.given, runPolicy{failRatio: c.failRatio, listen: c.listen, metricsFile: c.metricsFile, notify: c.notify, line: c.line}, stdout)
 	}
 	if err != nil && c.log.isJSON(stderr) {
 		// In a JSON log the last word is JSON too.
