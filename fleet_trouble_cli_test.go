@@ -158,6 +158,9 @@ func TestFleetCrawlRedisKilled(t *testing.T) {
 	if len(back) != 1 || !strings.Contains(back[0], "level=INFO") {
 		t.Errorf("want one INFO line saying the store is back, got %q\n%s", back, r.stderr)
 	}
+	if atRestart < stored {
+		t.Errorf("%d results stored before the kill, %d after the restart: the append-only file lost some", stored, atRestart)
+	}
 	twice := troubleCheck(t, srv.URL(), site)
 	t.Logf("killed after %d of %d results stored (%d after the restart); %d pages fetched twice; crawl %s; %s | %s",
 		stored, len(site.URLs()), atRestart, twice, time.Since(start).Round(time.Millisecond), lost, back)
