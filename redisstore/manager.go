@@ -73,10 +73,10 @@ func (f *Frontier) manager() {
 			}
 		}
 		cancel()
+		if isNoScript(err) && f.s.loadScripts(context.Background()) == nil {
+			err = nil // Redis restarted and forgot the scripts, which are loaded again: no outage
+		}
 		if err != nil {
-			if isNoScript(err) {
-				f.s.loadScripts(context.Background())
-			}
 			f.mu.Lock()
 			f.markDownLocked(err)
 			f.mu.Unlock()
