@@ -664,9 +664,8 @@ func ftOptions(s *Store, id string, lease time.Duration, hosts int) FrontierOpti
 
 // TestTwoFrontiers: two processes' frontiers over one store share the
 // crawl by host: every URL is leased once, never a host by both at once,
-// and both see the crawl end. There are more hosts than one claim takes
-// (up to 2 a shard), so that both instances get some whichever claims
-// first.
+// and both see the crawl end. There are many more hosts than either
+// instance holds (Hosts: 3), so that both get some whichever claims first.
 func TestTwoFrontiers(t *testing.T) {
 	srv := redistest.Start(t)
 	s := ftStore(t, srv.URL())
