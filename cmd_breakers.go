@@ -23,7 +23,7 @@ func runHosts(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	return withAPI(dbPath.name(), func(a control.API) error {
+	return dbPath.withAPI(func(a control.API) error {
 		rows, err := a.Hosts(*state)
 		if err != nil {
 			return usageError{err}
@@ -55,7 +55,7 @@ func runTransitions(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *since > 0 {
 		from = time.Now().Add(-*since)
 	}
-	return withAPI(dbPath.name(), func(a control.API) error {
+	return dbPath.withAPI(func(a control.API) error {
 		ts, err := a.Transitions(*host, from)
 		if err != nil {
 			return err
@@ -93,7 +93,7 @@ func runCases(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if rest[0] != "resolve" || len(rest) != 2 {
 			return usagef("cases: want no arguments, or 'resolve HOST'")
 		}
-		return withAPI(dbPath.name(), func(a control.API) error {
+		return dbPath.withAPI(func(a control.API) error {
 			if err := a.ResolveCase(rest[1]); err != nil {
 				return err
 			}
@@ -101,7 +101,7 @@ func runCases(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return nil
 		})
 	}
-	return withAPI(dbPath.name(), func(a control.API) error {
+	return dbPath.withAPI(func(a control.API) error {
 		cases, err := a.Cases()
 		if err != nil {
 			return err
@@ -134,7 +134,7 @@ func runPause(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() != 1 || *reason == "" {
 		return usagef("pause: want exactly one HOST and a --reason")
 	}
-	return withAPI(dbPath.name(), func(a control.API) error {
+	return dbPath.withAPI(func(a control.API) error {
 		if err := a.Pause(fs.Arg(0), *reason); err != nil {
 			return err
 		}
@@ -152,7 +152,7 @@ func runUnpause(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if fs.NArg() != 1 {
 		return usagef("unpause: want exactly one HOST")
 	}
-	return withAPI(dbPath.name(), func(a control.API) error {
+	return dbPath.withAPI(func(a control.API) error {
 		if err := a.Unpause(fs.Arg(0)); err != nil {
 			return err
 		}
@@ -175,6 +175,15 @@ func (t target) name() string {
 		return *t.store
 	}
 	return *t.db
+}
+
+// withAPI calls fn with the target's API; a --store that is no store URL
+// is a usage error, never read as a file's name.
+func (t target) withAPI(fn func(control.API) error) error {
+	if *t.store != "" && !redisstore.IsURL(*t.store) {
+		return usagef("--store %q: want redis://HOST:PORT[/DB] or rediss://...; a database file is given with --db", *t.store)
+	}
+	return withAPI(t.name(), fn)
 }
 
 // withAPI calls fn with the API of the crawl on dbPath: the running crawl

@@ -55,7 +55,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	default:
 		return usagef("--format %q: want jsonl or csv", *format)
 	}
-	err := withAPI(dbPath.name(), func(a control.API) error { return a.Results(*failedOnly, write) })
+	err := dbPath.withAPI(func(a control.API) error { return a.Results(*failedOnly, write) })
 	if err != nil {
 		return fmt.Errorf("export %s: %w", dbPath.name(), err)
 	}

@@ -20,7 +20,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	return withAPI(dbPath.name(), func(a control.API) error {
+	return dbPath.withAPI(func(a control.API) error {
 		st, err := a.Status()
 		if err != nil {
 			return err

@@ -56,6 +56,8 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usagef("verify: give --db or --store, not both")
 	case *storeURL != "" && *warcDir != "":
 		return usagef("verify: --warc checks a file's archive; with --store, each process's WARC files are checked with warc-check")
+	case *storeURL != "" && !redisstore.IsURL(*storeURL):
+		return usagef("--store %q: want redis://HOST:PORT[/DB] or rediss://...; a database file is given with --db", *storeURL)
 	case *storeURL != "":
 		return verifyStore(ctx, *storeURL, *maxProblems, *asJSON, stdout)
 	case *dbPath == "":
