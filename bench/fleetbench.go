@@ -160,8 +160,11 @@ func (f *FleetResult) Biggest() *FleetRun {
 }
 
 // Clean reports whether every pass of every run fetched each of the site's
-// pages exactly once, every process exited 0 and fetched some pages, and
-// no run hit its cap; why names the first thing wrong.
+// pages exactly once, every process exited 0, and no run hit its cap; why
+// names the first thing wrong. A process that fetched nothing is not
+// wrong (a process holds a bounded number of hosts, and a small site's
+// hosts may all be held by the others): Balanced says whether that
+// happened.
 func (f *FleetResult) Clean() (ok bool, why string) {
 	for _, run := range f.Runs {
 		for i, p := range run.Passes {
@@ -189,12 +192,21 @@ func (p *FleetPass) problem(urls int) string {
 	if p.Traffic.DistinctPages != urls {
 		return fmt.Sprintf("%d of the site's %d pages fetched", p.Traffic.DistinctPages, urls)
 	}
-	for _, pr := range p.Procs {
-		if pr.Fetched <= 0 {
-			return fmt.Sprintf("process %s fetched no pages", pr.label())
+	return ""
+}
+
+// Fewest is the fewest pages one process of the run fetched in any pass
+// (-1 when a process printed no count).
+func (fr *FleetRun) Fewest() int64 {
+	fewest := int64(-1)
+	for i, q := range fr.Passes {
+		for j, pr := range q.Procs {
+			if (i == 0 && j == 0) || pr.Fetched < fewest {
+				fewest = pr.Fetched
+			}
 		}
 	}
-	return ""
+	return fewest
 }
 
 func (pr *FleetProc) label() string {
@@ -795,14 +807,7 @@ func (r *Report) fleetRows() []Row {
 			for i, pr := range p.Procs {
 				each[i] = strconv.FormatInt(pr.Fetched, 10)
 			}
-			fewest := int64(-1)
-			for _, q := range run.Passes {
-				for _, pr := range q.Procs {
-					if fewest < 0 || pr.Fetched < fewest {
-						fewest = pr.Fetched
-					}
-				}
-			}
+			fewest := run.Fewest()
 			add(run.Name()+": pages fetched by each process (fewest in any pass)",
 				fmt.Sprintf("%s (%d)", strings.Join(each, " / "), fewest), "each > 0", verdict(fewest > 0))
 		}
@@ -829,7 +834,7 @@ func (r *Report) fleetRows() []Row {
 	if !ok {
 		v, val = verdictFailed, why
 	}
-	add("every pass: each page fetched once, exits 0, every process fetched pages", val, "clean", v)
+	add("every pass: each page fetched once, all exits 0", val, "clean", v)
 	return rows
 }
 
@@ -861,19 +866,28 @@ func (r *Report) fleetNote() []string {
 		"used_cpu_user + used_cpu_sys over the run; pages per Redis CPU-second is what one Redis core could carry at that cost, "+
 		"an estimate (the machine's other processes share its cores). The runs are done %d time(s), interleaved, and the median by wall "+
 		"time is shown.", f.Site, f.Workers, f.HostConcurrency, store, f.RedisVersion, f.Passes)}
+	var troubled []string
 	for _, run := range f.Runs {
 		for i, p := range run.Passes {
 			for _, pr := range p.Procs {
 				if len(pr.Problems) > 0 || pr.Dump != "" {
-					n := fmt.Sprintf("Fleet: %s, pass %d, process %s: exit %d, %d warnings, %d errors: %s",
+					n := fmt.Sprintf("%s, pass %d, process %s: exit %d, %d warnings, %d errors: %s",
 						run.Name(), i+1, pr.label(), pr.Exit, pr.Warnings, pr.Errors, strings.Join(pr.Problems, "; "))
 					if pr.Dump != "" {
 						n += " (its log is kept in " + pr.Dump + ")"
 					}
-					notes = append(notes, n)
+					troubled = append(troubled, n)
 				}
 			}
 		}
+	}
+	if len(troubled) > 0 {
+		const shown = 5
+		n := "Fleet: processes that logged warnings or errors: " + strings.Join(troubled[:min(shown, len(troubled))], ". ")
+		if len(troubled) > shown {
+			n += fmt.Sprintf(". And %d more.", len(troubled)-shown)
+		}
+		notes = append(notes, n)
 	}
 	return notes
 }
