@@ -33,6 +33,7 @@ type benchFlags struct {
 	heapDir    string
 	soak       bool
 	store      string
+	passes     int
 	log        logFlags
 }
 
@@ -48,6 +49,7 @@ func (b *benchFlags) addFlags(fs *pflag.FlagSet) {
 		"a Breakwater crawl, which is flushed before each run; anything else is refused), or auto to start a redis-server of its own "+
 		"(temporary, on a free loopback port) and stop it after; without it the fleet section is skipped, unless --only names fleet, "+
 		"which implies auto")
+	fs.IntVar(&b.passes, "fleet-passes", 0, "times each fleet run is done, interleaved, the median shown (default 3; --quick 1)")
 	fs.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (every section but memory and soak) to this file")
 	fs.DurationVar(&b.offCap, "breaker-off-cap", 0, "stop the breaker-off dead-host run after this long (default 40m, which runs it to the end in about 17m; --quick 10s)")
 	fs.BoolVar(&b.noWARC, "no-warc", false, "skip the crawl section's second crawl, with --warc")
@@ -107,6 +109,9 @@ func (b *benchFlags) config(stderr io.Writer) (bench.Config, error) {
 	}
 	cfg.Sections = sections
 	cfg.Store = b.store
+	if b.passes > 0 {
+		cfg.FleetPasses = b.passes
+	}
 	if cfg.Store == "" && b.only != "" && sections[bench.SectionFleet] {
 		cfg.Store = bench.StoreAuto
 	}

@@ -57,6 +57,8 @@ type FleetProc struct {
 	// missing (always on bbolt).
 	Commands int64         `json:"commands"`
 	Wall     time.Duration `json:"wall_ns"` // its own start to its exit
+	// CPU is its user + system CPU time (rusage), start-up included.
+	CPU      time.Duration `json:"cpu_ns"`
 	Warnings int           `json:"warnings"`
 	Errors   int           `json:"errors"`
 	// Problems are its first few warning and error log lines, as
@@ -82,8 +84,12 @@ type FleetPass struct {
 	// ServerCPU is the server's CPU time over the run (INFO cpu
 	// used_cpu_user + used_cpu_sys): what the run cost Redis.
 	ServerCPU time.Duration `json:"server_cpu_ns"`
-	Procs     []FleetProc   `json:"procs"`
-	Capped    bool          `json:"capped"` // stopped at Config.FleetCap
+	// CrawlCPU sums the processes' CPU time: with ServerCPU, what the
+	// crawl cost the machine, whatever else ran on it (the site's serving,
+	// in the bench's process, not counted).
+	CrawlCPU time.Duration `json:"crawl_cpu_ns"`
+	Procs    []FleetProc   `json:"procs"`
+	Capped   bool          `json:"capped"` // stopped at Config.FleetCap
 }
 
 // FleetRun is one configuration: Procs processes on Store, FleetPasses times.
@@ -227,6 +233,16 @@ func (p *FleetPass) CommandsPerPage(server bool) float64 {
 		return 0
 	}
 	return float64(n) / float64(p.Traffic.DistinctPages)
+}
+
+// PagesPerCPUSec is the pages per second of CPU time the processes and
+// the server spent together; 0 without a measure.
+func (p *FleetPass) PagesPerCPUSec() float64 {
+	cpu := p.CrawlCPU + p.ServerCPU
+	if cpu <= 0 {
+		return 0
+	}
+	return float64(p.Traffic.DistinctPages) / cpu.Seconds()
 }
 
 // PagesPerServerSec is the pages per second of Redis CPU the pass cost:
@@ -429,6 +445,10 @@ func (r *runner) fleetPass(ctx context.Context, site *demosite.Site, seeds, dir,
 		p := &pass.Procs[i]
 		p.Wall = c.end.Sub(c.start)
 		p.Exit = exitCode(c.err)
+		if ps := c.cmd.ProcessState; ps != nil {
+			p.CPU = ps.UserTime() + ps.SystemTime()
+			pass.CrawlCPU += p.CPU
+		}
 		p.Fetched, p.Failed = parseRunLine(c.stdout.Bytes())
 		data, err := os.ReadFile(c.log)
 		if err != nil {
@@ -793,13 +813,19 @@ func (r *Report) fleetRows() []Row {
 		}
 		add(fmt.Sprintf("%s: distinct pages/s (%d pages in %s%s)", run.Name(), p.Traffic.DistinctPages, secs(p.Wall), spread),
 			rate(p.PagesPerSec, "pages/s"), "", "")
+		if p.CrawlCPU > 0 {
+			cpu := "processes " + secs(p.CrawlCPU)
+			if run.Store == "redis" {
+				cpu += " + Redis " + secs(p.ServerCPU)
+			}
+			add(fmt.Sprintf("%s: CPU time, %s (pages per CPU-second)", run.Name(), cpu), rate(p.PagesPerCPUSec(), "pages/s"), "", "")
+		}
 		if run.Store == "redis" {
 			add(run.Name()+": Redis commands, processes' logs / server INFO (per page)",
 				fmt.Sprintf("%s / %s (%.2f / %.2f)", rate(float64(p.LogCommands), ""), rate(float64(p.ServerCommands), ""),
 					p.CommandsPerPage(false), p.CommandsPerPage(true)), "", "")
 			if p.ServerCPU > 0 {
-				add(run.Name()+": Redis CPU time (pages per Redis CPU-second)",
-					fmt.Sprintf("%s (%s)", secs(p.ServerCPU), rate(p.PagesPerServerSec(), "pages/s")), "", "")
+				add(run.Name()+": pages per Redis CPU-second", rate(p.PagesPerServerSec(), "pages/s"), "", "")
 			}
 		}
 		if run.Procs > 1 {
@@ -815,6 +841,9 @@ func (r *Report) fleetRows() []Row {
 	if big := f.Biggest(); big != nil && f.FleetToBolt > 0 {
 		add(big.Name()+" / 1 process on bbolt, pages/s", pct(f.FleetToBolt), ">= "+pct(TargetFleetRatio),
 			verdict(f.FleetToBolt >= TargetFleetRatio))
+	}
+	if b, big := f.Bolt(), f.Biggest(); b != nil && big != nil && b.MaxPerSec > 0 && len(b.Passes) > 1 {
+		add(big.Name()+" / 1 process on bbolt, best pass of each", pct(big.MaxPerSec/b.MaxPerSec), "", "")
 	}
 	if f.RedisToBolt > 0 {
 		add("1 process on Redis / 1 on bbolt, pages/s (what the store costs)", pct(f.RedisToBolt), "", "")
@@ -854,18 +883,32 @@ func (r *Report) fleetNote() []string {
 	if f.Auto {
 		store = "a redis-server the bench started (" + f.Store + ", no snapshots, no append-only file)"
 	}
+	passes := "once"
+	if f.Passes > 1 {
+		passes = fmt.Sprintf("%d times, interleaved, and the pass of median wall time is shown", f.Passes)
+	}
 	notes := []string{fmt.Sprintf("Fleet: real `breakwater crawl` processes of this binary over the crawl section's site "+
-		"(%s) from its roots, --workers %d --host-concurrency %d --delay 0 --sitemaps=false, each with the same seeds "+
-		"file: one on a new bbolt file (--db), then 1, 2, ... processes on Redis %s (version %s), flushed before each run, "+
-		"all of a run started together with distinct --fleet-id. Wall time runs from the first start to the last exit, "+
-		"so the processes' start-up and their wait for the fleet's end are in it; pages are the distinct pages the site "+
-		"served (its request logs), each process's pages its own `this run N fetched` line. Commands are counted twice: "+
-		"the sum of the processes' \"fleet store commands\" log lines (every pipelined command counted, a script call 1), "+
-		"and the server's INFO stats total_commands_processed over the run (less the bench's own INFO), which also counts "+
-		"every command a script runs, each connection's handshake and the script loads. Redis CPU time is INFO cpu's "+
-		"used_cpu_user + used_cpu_sys over the run; pages per Redis CPU-second is what one Redis core could carry at that cost, "+
-		"an estimate (the machine's other processes share its cores). The runs are done %d time(s), interleaved, and the median by wall "+
-		"time is shown.", f.Site, f.Workers, f.HostConcurrency, store, f.RedisVersion, f.Passes)}
+		"(%s) from its roots with one seeds file and the crawl section's flags (--workers %d --host-concurrency %d "+
+		"--delay 0 --sitemaps=false): one process on a new bbolt file (--db), then fleets on Redis %s, version %s, "+
+		"flushed before each run; a fleet's processes are started together, with distinct --fleet-id. Each run is done %s. "+
+		"Wall time runs from the first start to the last exit: start-up and the wait for the fleet's end are in it. Pages "+
+		"are the distinct pages the site served (its request logs); a process's pages are its own `this run N fetched` line. "+
+		"Commands are counted twice: the sum of the processes' \"fleet store commands\" log lines (each pipelined command "+
+		"counted, a script call 1), and the server's INFO stats total_commands_processed over the run, less the bench's "+
+		"own INFO, which also counts every command a script runs, each connection's handshake and the script loads. Redis "+
+		"CPU is INFO cpu's used_cpu_user + used_cpu_sys over the run: pages per Redis CPU-second is what one Redis core could "+
+		"carry at this cost per page, an estimate. CPU time is the processes' own (rusage, start-up included) plus Redis's; "+
+		"unlike wall time it hardly depends on what else the machine runs.",
+		f.Site, f.Workers, f.HostConcurrency, store, f.RedisVersion, passes)}
+	for _, run := range f.Runs {
+		if run.Procs > 1 && run.Fewest() == 0 {
+			notes = append(notes, fmt.Sprintf("Fleet: in a run of %s, a process fetched no page. That is the fleet's design, "+
+				"not a fault: a process holds at most about twice as many hosts with work as its workers keep busy (with "+
+				"--workers %d --host-concurrency %d, %d), so on a site of %d hosts the processes that start first can hold "+
+				"them all.", run.Name(), f.Workers, f.HostConcurrency, 2*((f.Workers+f.HostConcurrency-1)/f.HostConcurrency), f.Site.Hosts))
+			break
+		}
+	}
 	var troubled []string
 	for _, run := range f.Runs {
 		for i, p := range run.Passes {
