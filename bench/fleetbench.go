@@ -278,6 +278,10 @@ func (r *runner) fleetSection(ctx context.Context) error {
 		return err
 	}
 	defer store.close()
+	// Refuse someone else's database before anything runs.
+	if err := store.reset(ctx); err != nil {
+		return err
+	}
 	res.Store, res.Auto, res.RedisVersion = store.display, store.server != nil, store.version
 	cfg.logf("fleet: %s on %s (redis %s), %d pass(es) of: 1 process on bbolt, %v on Redis", cfg.Site, store.display,
 		store.version, cfg.FleetPasses, cfg.FleetProcs)
@@ -602,7 +606,7 @@ func (s *fleetStore) reset(ctx context.Context) error {
 		return nil
 	}
 	refuse := func(why string) error {
-		return fmt.Errorf("fleet: store %s holds %d keys, %s: refusing to flush it; give the bench an empty database (or --store auto)", s.display, n, why)
+		return fmt.Errorf("fleet: store %s holds %d key(s), %s: refusing to flush it; give the bench an empty database (or --store auto)", s.display, n, why)
 	}
 	has, err := s.rdb.Exists(ctx, fleetSchemaKey).Result()
 	if err != nil {
