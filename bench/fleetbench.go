@@ -260,13 +260,14 @@ func (p *FleetPass) PagesPerServerSec() float64 {
 func (r *runner) fleetSection(ctx context.Context) error {
 	cfg := r.cfg
 	res := &FleetResult{Site: cfg.Site, Workers: cfg.Workers, HostConcurrency: cfg.HostConcurrency, Passes: cfg.FleetPasses}
-	r.report.Fleet = res
 	switch {
 	case cfg.Store == "":
 		res.Skipped = "no store given (--store)"
+		r.report.Fleet = res
 		return nil
 	case cfg.Crawler == nil:
 		res.Skipped = "no breakwater binary to run (Config.Crawler)"
+		r.report.Fleet = res
 		return nil
 	}
 	dir := filepath.Join(r.dir, "fleet")
@@ -282,6 +283,7 @@ func (r *runner) fleetSection(ctx context.Context) error {
 	if err := store.reset(ctx); err != nil {
 		return err
 	}
+	r.report.Fleet = res
 	res.Store, res.Auto, res.RedisVersion = store.display, store.server != nil, store.version
 	cfg.logf("fleet: %s on %s (redis %s), %d pass(es) of: 1 process on bbolt, %v on Redis", cfg.Site, store.display,
 		store.version, cfg.FleetPasses, cfg.FleetProcs)
