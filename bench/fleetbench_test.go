@@ -9,42 +9,25 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"breakwater/redisstore/redistest"
 )
 
-var (
-	crawlerOnce sync.Once
-	crawlerPath string
-	crawlerErr  error
-)
-
-// buildBreakwater builds the breakwater binary once per test binary: the
-// fleet section runs real `breakwater crawl` processes, which this
-// package's test binary cannot be.
+// buildBreakwater builds the breakwater binary into the test's temporary
+// directory: the fleet section runs real `breakwater crawl` processes,
+// which this package's test binary cannot be.
 func buildBreakwater(t *testing.T) string {
 	t.Helper()
-	crawlerOnce.Do(func() {
-		start := time.Now()
-		defer func() { t.Logf("go build of breakwater: %s", time.Since(start).Round(time.Millisecond)) }()
-		dir, err := os.MkdirTemp("", "breakwater-bench-bin-")
-		if err != nil {
-			crawlerErr = err
-			return
-		}
-		crawlerPath = filepath.Join(dir, "breakwater")
-		out, err := exec.Command("go", "build", "-o", crawlerPath, "..").CombinedOutput()
-		if err != nil {
-			crawlerErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if crawlerErr != nil {
-		t.Fatal(crawlerErr)
+	start := time.Now()
+	path := filepath.Join(t.TempDir(), "breakwater")
+	out, err := exec.Command("go", "build", "-o", path, "..").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	return crawlerPath
+	t.Logf("go build of breakwater: %s", time.Since(start).Round(time.Millisecond))
+	return path
 }
 
 // fleetConfig is the quick configuration's fleet section on the Redis at
