@@ -32,6 +32,8 @@ type benchFlags struct {
 	hostsFull  bool
 	heapDir    string
 	soak       bool
+	store      string
+	passes     int
 	log        logFlags
 }
 
@@ -43,6 +45,11 @@ func (b *benchFlags) addFlags(fs *pflag.FlagSet) {
 		"100,000 pages on 1,000 hosts plus a dead, a flaky, a throttling, a recovering and a refusing host, with --warc, "+
 		"in a child process; peak RSS along it, goroutines and descriptors left, the dead host's requests (--only soak runs it alone; "+
 		"--quick --soak a small one in under a minute)")
+	fs.StringVar(&b.store, "store", "", "run the fleet section on this Redis: redis://HOST:PORT/DB (an empty database, or one holding only "+
+		"a Breakwater crawl, which is flushed before each run; anything else is refused), or auto to start a redis-server of its own "+
+		"(temporary, on a free loopback port) and stop it after; without it the fleet section is skipped, unless --only names fleet, "+
+		"which implies auto")
+	fs.IntVar(&b.passes, "fleet-passes", 0, "times each fleet run is done, interleaved, the median shown (default 3; --quick 1)")
 	fs.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (every section but memory and soak) to this file")
 	fs.DurationVar(&b.offCap, "breaker-off-cap", 0, "stop the breaker-off dead-host run after this long (default 40m, which runs it to the end in about 17m; --quick 10s)")
 	fs.BoolVar(&b.noWARC, "no-warc", false, "skip the crawl section's second crawl, with --warc")
@@ -101,6 +108,13 @@ func (b *benchFlags) config(stderr io.Writer) (bench.Config, error) {
 		sections[bench.SectionSoak] = true
 	}
 	cfg.Sections = sections
+	cfg.Store = b.store
+	if b.passes > 0 {
+		cfg.FleetPasses = b.passes
+	}
+	if cfg.Store == "" && b.only != "" && sections[bench.SectionFleet] {
+		cfg.Store = bench.StoreAuto
+	}
 	if b.offCap > 0 {
 		cfg.BreakerOffCap = b.offCap
 	}
@@ -120,6 +134,9 @@ func (b *benchFlags) config(stderr io.Writer) (bench.Config, error) {
 	}
 	cfg.Child = func(ctx context.Context, args []string) *exec.Cmd {
 		return exec.CommandContext(ctx, exe, append([]string{benchChildCommand}, args...)...)
+	}
+	cfg.Crawler = func(ctx context.Context, args []string) *exec.Cmd {
+		return exec.CommandContext(ctx, exe, append([]string{"crawl"}, args...)...)
 	}
 	return cfg, nil
 }

@@ -34,6 +34,7 @@ type Report struct {
 	Frontier *FrontierResult `json:"frontier,omitempty"`
 	Memory   *MemoryResult   `json:"memory,omitempty"`
 	Hosts    *HostsResult    `json:"hosts,omitempty"`
+	Fleet    *FleetResult    `json:"fleet,omitempty"`
 	Soak     *SoakResult     `json:"soak,omitempty"`
 }
 
@@ -76,6 +77,7 @@ func (r *runner) sections(ctx context.Context) error {
 		{cfg.runs(SectionFrontier), r.frontierSection},
 		{cfg.runs(SectionMemory) && cfg.Child != nil, r.memory},
 		{cfg.runs(SectionHosts) && cfg.Child != nil, r.hostsSection},
+		{cfg.runs(SectionFleet), r.fleetSection},
 		{cfg.runs(SectionSoak) && cfg.Child != nil, r.soak},
 	}
 	for _, s := range steps {
@@ -106,6 +108,16 @@ func (c *Config) validate() error {
 		return errors.New("bench: dead URLs, dead links per page, timeout and give-up must be positive")
 	case c.FrontierURLs < 1 || c.FrontierHosts < 1 || c.FrontierPasses < 1 || c.QueuedPages < 1:
 		return errors.New("bench: frontier URLs, hosts, passes and queued pages must be positive")
+	}
+	if c.runs(SectionFleet) && c.Store != "" {
+		if len(c.FleetProcs) == 0 || c.FleetPasses < 1 || c.FleetCap <= 0 {
+			return errors.New("bench: fleet processes, passes and cap must be given")
+		}
+		for _, n := range c.FleetProcs {
+			if n < 1 {
+				return fmt.Errorf("bench: a fleet of %d processes", n)
+			}
+		}
 	}
 	if c.runs(SectionSoak) {
 		return c.Soak.validate()

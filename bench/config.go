@@ -21,15 +21,18 @@ const (
 	SectionFrontier = "frontier"
 	SectionMemory   = "memory"
 	SectionHosts    = "hosts"
+	SectionFleet    = "fleet"
 	SectionSoak     = "soak"
 )
 
 // AllSections lists every section in run order.
-var AllSections = []string{SectionCeiling, SectionCrawl, SectionRecrawl, SectionDead, SectionFrontier, SectionMemory, SectionHosts, SectionSoak}
+var AllSections = []string{SectionCeiling, SectionCrawl, SectionRecrawl, SectionDead, SectionFrontier, SectionMemory, SectionHosts, SectionFleet, SectionSoak}
 
 // DefaultSections are the sections a run selects when none is named: all
-// but the soak, which takes minutes on its own and must be asked for.
-var DefaultSections = []string{SectionCeiling, SectionCrawl, SectionRecrawl, SectionDead, SectionFrontier, SectionMemory, SectionHosts}
+// but the soak, which takes minutes on its own and must be asked for. The
+// fleet section is among them but runs only when Config.Store names a
+// Redis (or "auto"); without one the report says how to run it.
+var DefaultSections = []string{SectionCeiling, SectionCrawl, SectionRecrawl, SectionDead, SectionFrontier, SectionMemory, SectionHosts, SectionFleet}
 
 // ParseSections turns "ceiling,crawl" into a set, rejecting unknown names.
 // An empty string selects DefaultSections.
@@ -129,6 +132,19 @@ type Config struct {
 	// Nil skips the memory section.
 	Child func(ctx context.Context, args []string) *exec.Cmd
 
+	// Fleet: real `breakwater crawl` processes over Site with Workers and
+	// HostConcurrency, one on a bbolt file, then each of FleetProcs on the
+	// Redis of Store ("" skips the section; StoreAuto starts a
+	// redis-server of its own; else a redis:// URL of a database that is
+	// empty or holds only a Breakwater crawl, which is flushed before each
+	// run). Crawler returns the command `breakwater crawl ARGS`; nil skips
+	// the section.
+	Store       string
+	Crawler     func(ctx context.Context, args []string) *exec.Cmd
+	FleetProcs  []int         // 1, 2, 4
+	FleetPasses int           // rounds of every run, the median shown: 3
+	FleetCap    time.Duration // how long one run may take before its processes are stopped: 5m
+
 	// Soak (opt-in): one child crawl of SoakSite's healthy hosts plus a
 	// dead, a flaky, a throttling, a recovering and a refusing host, with
 	// --warc, Workers and HostConcurrency as above.
@@ -162,8 +178,9 @@ func DefaultConfig() Config {
 		LargePages: []PageSize{{Pages: 64, Bytes: 8 << 20, Workers: 32, HostConcurrency: 32},
 			{Pages: 1, Bytes: 64 << 20, Workers: 32, HostConcurrency: 1}},
 		ManyHosts: Size{10_000, 2}, FailingHosts: Size{5_000, 3}, FailingGiveUp: 30 * time.Second,
-		HostsCap: 20 * time.Minute,
-		Soak:     DefaultSoakConfig(),
+		HostsCap:   20 * time.Minute,
+		FleetProcs: []int{1, 2, 4}, FleetPasses: 3, FleetCap: 5 * time.Minute,
+		Soak: DefaultSoakConfig(),
 	}
 }
 
@@ -190,6 +207,7 @@ func QuickConfig() Config {
 	c.LargePages = []PageSize{{Pages: 4, Bytes: 1 << 20, Workers: 4, HostConcurrency: 4}}
 	c.ManyHosts, c.FailingHosts, c.FailingGiveUp = Size{500, 2}, Size{300, 3}, 5*time.Second
 	c.FailingThreshold = 2
+	c.FleetPasses, c.FleetCap = 1, time.Minute
 	c.Soak = QuickSoakConfig()
 	return c
 }

@@ -13,6 +13,10 @@
 //	frontier  enqueue and lease+complete throughput of the bbolt frontier
 //	memory    peak RSS of a crawl process with a million queued URLs, and RSS
 //	          along a 100,000-page crawl, measured in a child process
+//	fleet     real `breakwater crawl` processes over the crawl section's site:
+//	          one on bbolt, then 1, 2 and 4 together on one Redis (--store
+//	          URL, or auto for a redis-server of its own; skipped without):
+//	          wall, pages/s, Redis commands per page, each process's pages
 //	soak      (opt-in) a 100,000-page crawl of 1,000 hosts plus unhealthy ones,
 //	          with --warc, in a child process: pages/s, peak RSS along it, its
 //	          goroutines and descriptors after Run against before, and the

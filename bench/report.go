@@ -57,6 +57,7 @@ func (r *Report) Rows() []Row {
 	rows = append(rows, r.frontierRows()...)
 	rows = append(rows, r.memoryRows()...)
 	rows = append(rows, r.hostsRows()...)
+	rows = append(rows, r.fleetRows()...)
 	rows = append(rows, r.soakRows()...)
 	if r.Quick {
 		// The targets are for the sizes: at a fraction of them a
@@ -344,7 +345,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for _, n := range r.Notes() {
+	for _, n := range append(r.Notes(), r.fleetNote()...) {
 		fmt.Fprintf(w, "\n%s", wrap(n, 100))
 	}
 	return nil

@@ -167,6 +167,12 @@ func (s *Store) check(ctx context.Context, mode Mode) error {
 		return err
 	}
 	if n > 0 {
+		// A process of the fleet started at the same time may have marked
+		// the store (PutSettings writes the marker with its first keys)
+		// between the read of the marker above and the count: read it again.
+		if again, err := s.rdb.Get(ctx, keySchema).Result(); err == nil && again == schemaMarker {
+			return s.loadScripts(ctx)
+		}
 		return fmt.Errorf("holds %d keys and no Breakwater crawl: it is another program's database; use an empty one", n)
 	}
 	// An empty store becomes this crawl's with its first write of the
