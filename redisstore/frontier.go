@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -118,6 +119,8 @@ type Frontier struct {
 	stop       chan struct{}
 	done       sync.WaitGroup
 	nextShard  int
+	// listedNew is set by the writer when it listed hosts given new URLs.
+	listedNew atomic.Bool
 }
 
 // ownedHost is a host this process holds the lease of.

@@ -55,6 +55,9 @@ func (f *Frontier) manager() {
 			err = f.refill(ctx)
 			// An empty claim or look is not repeated at once: an idle
 			// process must not keep Redis busy.
+			if f.listedNew.Swap(false) {
+				poll, claimed, looked = minPoll, time.Time{}, time.Time{} // this process just listed hosts: look now
+			}
 			if err == nil && time.Since(claimed) >= poll {
 				var got int
 				if got, err = f.claim(ctx); got == 0 {
@@ -89,7 +92,7 @@ func (f *Frontier) manager() {
 // then less often, up to maxPoll.
 const (
 	minPoll = 50 * time.Millisecond
-	maxPoll = time.Second
+	maxPoll = 250 * time.Millisecond
 )
 
 // refill loads the queues of hosts whose buffers run low.

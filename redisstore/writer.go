@@ -339,6 +339,8 @@ func (f *Frontier) write(jobs []job) error {
 		if _, err := pipe.Exec(ctx); err != nil {
 			return err
 		}
+		f.listedNew.Store(true)
+		kick(f.kickMgr)
 	}
 	// 3. records outside the hosts' scripts, then the breaker outcomes, in order.
 	if extra.Len() > 0 {
