@@ -13,11 +13,25 @@
 local q, d, u, seen, r, c, w = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local added, completed, deferred, promoted = 0, 0, 0, 0
 
+-- The counters change in memory and are written once at the end: one
+-- HINCRBY per counter a batch moves, not one per URL.
+local delta = {}
+local function count(field, n) delta[field] = (delta[field] or 0) + n end
+local seq = nil
+local function nextSeq()
+  if not seq then seq = tonumber(redis.call('HGET', c, 'seq') or '0') end
+  seq = seq + 1
+  return seq
+end
+
+local items = {}
 local function enqueue(h, entry)
-  local seq = redis.call('HINCRBY', c, 'seq', 1)
-  redis.call('ZADD', q, seq, h)
-  if entry then redis.call('HSET', u, h, entry) end
-  redis.call('HINCRBY', c, 'queued', 1)
+  redis.call('ZADD', q, nextSeq(), h)
+  if entry then
+    items[#items + 1] = h
+    items[#items + 1] = entry
+  end
+  count('queued', 1)
 end
 
 -- The header of a stored result: a flag byte, 16 bytes of hash, a 2-byte
@@ -27,12 +41,12 @@ local function uncount(rec)
   local status = string.byte(rec, 18) * 256 + string.byte(rec, 19)
   local n = string.byte(rec, 20)
   local class = string.sub(rec, 21, 20 + n)
-  redis.call('HINCRBY', c, 's:' .. status, -1)
+  count('s:' .. status, -1)
   if flag == 70 then -- 'F'
-    redis.call('HINCRBY', c, 'failed', -1)
-    redis.call('HINCRBY', c, 'f:' .. class, -1)
+    count('failed', -1)
+    count('f:' .. class, -1)
   else
-    redis.call('HINCRBY', c, 'fetched', -1)
+    count('fetched', -1)
   end
 end
 
@@ -42,14 +56,14 @@ while i <= #ARGV do
   if op == 'A' then
     local h, entry = ARGV[i + 1], ARGV[i + 2]
     if redis.call('SADD', seen, h) == 1 then
-      redis.call('HINCRBY', c, 'seen', 1)
+      count('seen', 1)
       enqueue(h, entry)
       added = added + 1
     end
     i = i + 3
   elseif op == 'R' then
     local h, entry = ARGV[i + 1], ARGV[i + 2]
-    if redis.call('SADD', seen, h) == 1 then redis.call('HINCRBY', c, 'seen', 1) end
+    if redis.call('SADD', seen, h) == 1 then count('seen', 1) end
     if not redis.call('ZSCORE', q, h) and not redis.call('ZSCORE', d, h) then
       enqueue(h, entry)
       added = added + 1
@@ -59,16 +73,16 @@ while i <= #ARGV do
     local h, rec, status, class = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
     if redis.call('ZREM', q, h) == 1 then
       redis.call('HDEL', u, h)
-      redis.call('HINCRBY', c, 'queued', -1)
+      count('queued', -1)
       local prev = redis.call('HGET', r, h)
       if prev then uncount(prev) end
       redis.call('HSET', r, h, rec)
-      redis.call('HINCRBY', c, 's:' .. status, 1)
+      count('s:' .. status, 1)
       if class == '' then
-        redis.call('HINCRBY', c, 'fetched', 1)
+        count('fetched', 1)
       else
-        redis.call('HINCRBY', c, 'failed', 1)
-        redis.call('HINCRBY', c, 'f:' .. class, 1)
+        count('failed', 1)
+        count('f:' .. class, 1)
       end
       completed = completed + 1
     end
@@ -78,8 +92,8 @@ while i <= #ARGV do
     if redis.call('ZREM', q, h) == 1 then
       redis.call('ZADD', d, due, h)
       redis.call('HSET', u, h, entry)
-      redis.call('HINCRBY', c, 'queued', -1)
-      redis.call('HINCRBY', c, 'deferred', 1)
+      count('queued', -1)
+      count('deferred', 1)
       deferred = deferred + 1
     end
     i = i + 4
@@ -87,7 +101,7 @@ while i <= #ARGV do
     local due = redis.call('ZRANGEBYSCORE', d, '-inf', ARGV[i + 1], 'LIMIT', 0, tonumber(ARGV[i + 2]))
     for _, h in ipairs(due) do
       redis.call('ZREM', d, h)
-      redis.call('HINCRBY', c, 'deferred', -1)
+      count('deferred', -1)
       enqueue(h, nil)
       promoted = promoted + 1
     end
@@ -98,5 +112,24 @@ while i <= #ARGV do
   else
     return redis.error_reply('apply.lua: unknown operation ' .. tostring(op))
   end
+end
+-- A URL completed in the batch that queued it had its entry written by
+-- neither: items holds only the entries still wanted.
+if #items > 0 then
+  local keep = {}
+  for j = 1, #items, 2 do
+    if redis.call('ZSCORE', q, items[j]) then
+      keep[#keep + 1] = items[j]
+      keep[#keep + 1] = items[j + 1]
+    end
+  end
+  -- In slices: unpack is bounded by Lua's stack.
+  for j = 1, #keep, 400 do
+    redis.call('HSET', u, unpack(keep, j, math.min(j + 399, #keep)))
+  end
+end
+if seq then redis.call('HSET', c, 'seq', seq) end
+for field, n in pairs(delta) do
+  if n ~= 0 then redis.call('HINCRBY', c, field, n) end
 end
 return {added, completed, deferred, promoted}

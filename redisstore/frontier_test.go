@@ -35,7 +35,7 @@ func ftApply(t *testing.T, rdb redis.UniversalClient, host string, ops ...any) [
 	t.Helper()
 	k := keysOf(host)
 	res, err := applyScript.Run(context.Background(), rdb,
-		[]string{k.queue, k.deferred, k.items, k.seen, k.results, k.counts}, ops...).Int64Slice()
+		[]string{k.queue, k.deferred, k.items, k.seen, k.results, k.counts, k.warc}, ops...).Int64Slice()
 	if err != nil {
 		t.Fatalf("apply.lua %v: %v", ops, err)
 	}
@@ -215,6 +215,38 @@ func TestApplyScript(t *testing.T) {
 	err = applyScript.Run(ctx, rdb, []string{kk.queue, kk.deferred, kk.items, kk.seen, kk.results, kk.counts}, "X").Err()
 	if err == nil || !strings.Contains(err.Error(), "unknown operation") {
 		t.Fatalf("unknown operation: %v", err)
+	}
+}
+
+// TestApplyScriptLargeBatch: a batch of thousands of new URLs of one
+// host (a seeds file's chunk) is written whole, entries included, and a
+// URL queued and completed in one batch leaves no entry behind.
+func TestApplyScriptLargeBatch(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	const host, n = "big.test", 5000
+	k := keysOf(host)
+	var ops []any
+	items := make([]storage.Item, n)
+	for i := range items {
+		items[i] = ftItem(host, fmt.Sprintf("/p%d", i))
+		ops = append(ops, ftAdd(items[i])...)
+	}
+	ops = append(ops, ftComplete(t, items[7], storage.Result{Status: 200})...)
+	if got := ftApply(t, rdb, host, ops...); !slices.Equal(got, []int64{n, 1, 0, 0}) {
+		t.Fatalf("apply %d adds and a complete: %v", n, got)
+	}
+	ftWantCounts(t, rdb, host, map[string]int64{"seen": n, "queued": n - 1, "fetched": 1, "seq": n, "s:200": 1})
+	if got := rdb.HLen(ctx, k.items).Val(); got != n-1 {
+		t.Fatalf("%d entries, want %d (the completed URL's none)", got, n-1)
+	}
+	if rdb.HExists(ctx, k.items, hashKey(items[7].Hash)).Val() {
+		t.Fatal("the URL completed in its own batch kept an entry")
+	}
+	items2, queued, _, err := (&Store{rdb: rdb}).load(ctx, host, time.Now(), 3, 0)
+	if err != nil || queued != n-1 || len(items2) != 3 || items2[0].URL != items[0].URL || items2[0].Seq != 1 {
+		t.Fatalf("load: %v queued %d, err %v", items2, queued, err)
 	}
 }
 
