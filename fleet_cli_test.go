@@ -6,6 +6,7 @@ package main
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -226,4 +227,165 @@ func exitsOf(outs map[string]outcome) string {
 	return strings.Join(s, " ")
 }
 
-var _ = syscall.SIGKILL
+// TestFleetSIGKILLLosesNothing kills one of four crawl processes with
+// SIGKILL while it holds hosts of a slow site (every page takes 30 ms),
+// and lets the other three finish. Nothing is lost: every page is
+// fetched, and fetched twice only if the victim had it in flight (or its
+// answer not yet stored) when it died; the victim's hosts are taken up
+// by the others about a lease after the kill; the survivors exit 0 and
+// the store counts every page once.
+func TestFleetSIGKILLLosesNothing(t *testing.T) {
+	start := time.Now()
+	bin := buildBinary(t)
+	rs := redistest.Start(t)
+	const (
+		nHosts, pages = 12, 60
+		latency       = 30 * time.Millisecond
+		workers       = 4
+		lease         = time.Second
+	)
+	var hosts []*linkHost
+	var seeds []string
+	for range nHosts {
+		h := startLinkHost(t, pages, latency, 0)
+		hosts = append(hosts, h)
+		seeds = append(seeds, h.base()+"/")
+	}
+	answers := func() int {
+		n := 0
+		for _, h := range hosts {
+			for _, r := range h.requests() {
+				if r.Status == 200 {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	procs := startFleet(t, bin, 4, fleetArgs(rs.URL(),
+		[]string{"--workers", strconv.Itoa(workers), "--host-concurrency", "1", "--fleet-lease", lease.String()}, seeds...))
+
+	// The victim: the process holding the most hosts once a quarter of
+	// the pages are in, and itself has answers in.
+	var victim *fleetProc
+	var held []string // the victim's hosts at the kill
+	waitFor(t, 30*time.Second, "a quarter of the pages fetched", func() bool {
+		return answers() >= nHosts*pages/4
+	})
+	waitFor(t, 10*time.Second, "a process holding hosts it has fetched from", func() bool {
+		byID := map[string][]string{}
+		for host, id := range owners(t, rs.Client()) {
+			byID[id] = append(byID[id], host)
+		}
+		victim, held = nil, nil
+		for _, p := range procs {
+			if len(byID[p.id]) > len(held) {
+				victim, held = p, byID[p.id]
+			}
+		}
+		return victim != nil
+	})
+	before := answers()
+	killAt := time.Now() // before the signal: a request logged after it was sent after it
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if o := outcomeOf(<-victim.exited); o.signal != syscall.SIGKILL {
+		t.Fatalf("%s ended with %+v before its kill:\n%s", victim.id, o, victim.output())
+	}
+	victim.exited <- nil // for waitFleet's sake; its outcome is known
+	var rest []*fleetProc
+	for _, p := range procs {
+		if p != victim {
+			rest = append(rest, p)
+		}
+	}
+	outs := waitFleet(t, rest, 40*time.Second)
+	end := time.Now()
+	for _, p := range rest {
+		if o := outs[p.id]; o.code != exitOK || !strings.Contains(p.stdout.String(), "crawl finished") {
+			t.Errorf("%s: %+v, want exit 0:\n%s", p.id, o, p.output())
+		}
+	}
+
+	// Every page answered; twice only if the victim's first answer was in
+	// flight (or not yet stored) at the kill, and answered again after it
+	// by another process.
+	const window = time.Second // from a caught answer to the kill: a request plus a write, with slack
+	twice, missing := 0, 0
+	victimAnswers := 0
+	var lags []time.Duration
+	for _, h := range hosts {
+		reqs := map[string][]demosite.Request{}
+		groupPageRequests(h.base(), h.requests(), reqs)
+		for _, u := range h.urls() {
+			var ok []demosite.Request
+			for _, r := range reqs[u] {
+				if r.Status == 200 {
+					ok = append(ok, r)
+				}
+			}
+			for _, r := range ok {
+				if procOf(procs, r) == victim.id {
+					victimAnswers++
+				}
+			}
+			switch {
+			case len(ok) == 0:
+				if missing++; missing <= 10 {
+					t.Errorf("%s never answered", u)
+				}
+			case len(ok) == 2 && procOf(procs, ok[0]) == victim.id && killAt.Sub(ok[0].Time) <= window &&
+				ok[0].Time.Before(killAt.Add(250*time.Millisecond)) && ok[1].Time.After(killAt) && procOf(procs, ok[1]) != victim.id:
+				twice++
+				lags = append(lags, killAt.Sub(ok[0].Time))
+			case len(ok) > 1:
+				t.Errorf("%s answered %d times with no kill to explain it: %v (kill at %s)", u, len(ok), ok, killAt.Format("15:04:05.000"))
+			}
+		}
+	}
+	if twice > 2*workers {
+		t.Errorf("%d pages fetched again after the kill, more than the victim's %d workers had in flight, plus one answer each not yet stored", twice, workers)
+	}
+
+	// The victim's hosts were taken up within about a lease of the kill.
+	var recover time.Duration
+	resumed := 0
+	for _, key := range held {
+		var h *linkHost
+		for _, x := range hosts {
+			if x.key() == key {
+				h = x
+			}
+		}
+		if h == nil {
+			t.Fatalf("the victim held %s, which is no host of the site", key)
+		}
+		for _, r := range h.requests() {
+			if r.Time.After(killAt) && procOf(procs, r) != victim.id {
+				recover = max(recover, r.Time.Sub(killAt))
+				resumed++
+				break
+			}
+		}
+	}
+	if limit := lease + 4*time.Second; recover > limit {
+		t.Errorf("the victim's hosts were taken up %s after the kill, more than a %s lease plus slack (%s)", recover, lease, limit)
+	}
+	if resumed == 0 {
+		t.Errorf("no host the victim held (%v) was asked after the kill: the kill came too late to test anything", held)
+	}
+
+	st := storeStatus(t, rs.URL())
+	if st.Fetched != nHosts*pages || st.Failed != 0 || st.Queued != 0 || st.Deferred != 0 || st.Seen != nHosts*pages {
+		t.Errorf("status %+v, want %d fetched and nothing else", st.Counts, nHosts*pages)
+	}
+	rows := storeExport(t, rs.URL())
+	if len(rows) != nHosts*pages {
+		t.Errorf("export lists %d URLs, want %d", len(rows), nHosts*pages)
+	}
+	t.Logf("killed %s at %d of %d answers (%d its own), holding %d hosts; %d pages fetched twice (lags %v); "+
+		"its hosts taken up again after %s (%d of them asked after the kill); survivors done %s after the kill; wall %s",
+		victim.id, before, nHosts*pages, victimAnswers, len(held), twice, lags, recover.Round(time.Millisecond), resumed,
+		end.Sub(killAt).Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+}

@@ -6,8 +6,10 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -20,7 +22,10 @@ import (
 
 	"breakwater/control"
 	"breakwater/demosite"
+	"breakwater/redisstore"
 	"breakwater/storage"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // linkHost serves pages "/" and "/p/1" ... "/p/N-1" on 127.0.0.1, each
@@ -265,6 +270,23 @@ func waitFleet(t testing.TB, procs []*fleetProc, d time.Duration) map[string]out
 	deadline := time.Now().Add(d)
 	for _, p := range procs {
 		out[p.id] = p.wait(t, max(time.Until(deadline), time.Millisecond))
+	}
+	return out
+}
+
+// owners reads which process holds which host, from the shards' owner
+// hashes (keys.go: bw:{sN}:owner, host -> process id).
+func owners(t testing.TB, rdb redis.UniversalClient) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out := map[string]string{}
+	for n := range redisstore.Shards {
+		m, err := rdb.HGetAll(ctx, "bw:{s"+strconv.Itoa(n)+"}:owner").Result()
+		if err != nil {
+			t.Fatalf("read the owners of shard %d: %v", n, err)
+		}
+		maps.Copy(out, m)
 	}
 	return out
 }
