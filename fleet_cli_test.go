@@ -4,7 +4,9 @@ package main
 // Redis store (redistest starts a throwaway redis-server) are one crawl.
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +16,8 @@ import (
 
 	"breakwater/demosite"
 	"breakwater/redisstore/redistest"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestFleetFourProcesses runs four crawl processes with the same seeds on
@@ -388,4 +392,133 @@ func TestFleetSIGKILLLosesNothing(t *testing.T) {
 		"its hosts taken up again after %s (%d of them asked after the kill); survivors done %s after the kill; wall %s",
 		victim.id, before, nHosts*pages, victimAnswers, len(held), twice, lags, recover.Round(time.Millisecond), resumed,
 		end.Sub(killAt).Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+}
+
+// TestFleetRedisCluster crawls a small site with two processes on a
+// three-master Redis Cluster: the crawl completes, every page is stored
+// once, every key of one host lives in one slot (its hash tag is the
+// host, so the scripts that change a host stay atomic), and the shards'
+// keys are spread over more than one master.
+func TestFleetRedisCluster(t *testing.T) {
+	start := time.Now()
+	bin := buildBinary(t)
+	c := redistest.StartCluster(t, 3)
+	store := "redis://" + c.Addrs[0] + "/0?addr=" + c.Addrs[1] + "&addr=" + c.Addrs[2]
+	const nHosts, pages = 6, 20
+	var hosts []*linkHost
+	var seeds []string
+	want := map[string]bool{}
+	for range nHosts {
+		h := startLinkHost(t, pages, 0, 0)
+		hosts = append(hosts, h)
+		seeds = append(seeds, h.base()+"/")
+		for _, u := range h.urls() {
+			want[u] = true
+		}
+	}
+	procs := startFleet(t, bin, 2, fleetArgs(store, nil, seeds...))
+	outs := waitFleet(t, procs, 40*time.Second)
+	for _, p := range procs {
+		if o := outs[p.id]; o.code != exitOK {
+			t.Errorf("%s: %+v, want exit 0:\n%s", p.id, o, p.output())
+		}
+	}
+	rows := storeExport(t, store)
+	for u := range want {
+		if r, ok := rows[u]; !ok || r["status"] != float64(200) {
+			t.Errorf("export %s: %v, want the page", u, r)
+		}
+	}
+	if len(rows) != len(want) {
+		t.Errorf("export lists %d URLs, want %d", len(rows), len(want))
+	}
+	if st := storeStatus(t, store); st.Fetched != int64(len(want)) || st.Queued != 0 || st.Failed != 0 || st.Hosts != nHosts {
+		t.Errorf("status %+v (%d hosts), want %d fetched of %d hosts", st.Counts, st.Hosts, len(want), nHosts)
+	}
+	for _, h := range hosts {
+		for _, r := range h.requests() {
+			if r.Path != "/robots.txt" && r.Status != 200 {
+				t.Errorf("%s%s answered %d", h.base(), r.Path, r.Status)
+			}
+		}
+	}
+
+	// Every key, from each master: its hash tag, its slot, its master.
+	ctx := context.Background()
+	type place struct {
+		slot   int64
+		master string
+	}
+	byTag := map[string]map[place][]string{}
+	untagged := 0
+	for _, addr := range c.Addrs {
+		m := redis.NewClient(&redis.Options{Addr: addr})
+		var cursor uint64
+		for {
+			keys, next, err := m.Scan(ctx, cursor, "*", 1000).Result()
+			if err != nil {
+				t.Fatalf("SCAN %s: %v", addr, err)
+			}
+			for _, k := range keys {
+				slot, err := m.ClusterKeySlot(ctx, k).Result()
+				if err != nil {
+					t.Fatalf("CLUSTER KEYSLOT %s: %v", k, err)
+				}
+				open, close := strings.Index(k, "{"), strings.Index(k, "}")
+				if !strings.HasPrefix(k, "bw:{") || close < open {
+					if untagged++; untagged <= 10 {
+						t.Errorf("key %q on %s has no hash tag", k, addr)
+					}
+					continue
+				}
+				tag := k[open+1 : close]
+				if byTag[tag] == nil {
+					byTag[tag] = map[place][]string{}
+				}
+				p := place{slot, addr}
+				byTag[tag][p] = append(byTag[tag][p], k)
+			}
+			if cursor = next; cursor == 0 {
+				break
+			}
+		}
+		m.Close()
+	}
+	keysOfHost := map[string]int{}
+	for _, h := range hosts {
+		places := byTag[h.key()]
+		if len(places) != 1 {
+			t.Errorf("the keys of host %s are in %d slots or masters: %v", h.key(), len(places), places)
+		}
+		for _, ks := range places {
+			keysOfHost[h.key()] += len(ks)
+			if !slices.Contains(ks, "bw:{"+h.key()+"}:r") {
+				t.Errorf("host %s has keys %v, and no results", h.key(), ks)
+			}
+		}
+	}
+	shardMasters := map[string]bool{}
+	shards := 0
+	for tag, places := range byTag {
+		switch {
+		case tag == "meta":
+		case strings.HasPrefix(tag, "s") && !strings.Contains(tag, ":"):
+			shards++
+			for p := range places {
+				shardMasters[p.master] = true
+			}
+		case keysOfHost[tag] == 0:
+			t.Errorf("keys tagged %q, which is no host of the crawl: %v", tag, places)
+		}
+	}
+	if len(shardMasters) < 2 {
+		t.Errorf("the %d shards' keys are all on %v: no spread", shards, shardMasters)
+	}
+	var sample []string
+	for _, ks := range byTag[hosts[0].key()] {
+		sample = append(sample, ks...)
+	}
+	slices.Sort(sample)
+	t.Logf("%d pages of %d hosts on a 3-master cluster; keys per host %v (%v); %d shards' keys over %d masters; wall %s",
+		len(rows), nHosts, keysOfHost, sample, shards, len(shardMasters), time.Since(start).Round(time.Millisecond))
 }
