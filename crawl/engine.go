@@ -276,6 +276,10 @@ func (e *Engine) why(ctx context.Context, sum Summary) string {
 		return fmt.Sprintf("--max-pages %d reached", e.opts.MaxPages)
 	case e.opts.MaxDuration > 0 && sum.Duration >= e.opts.MaxDuration:
 		return fmt.Sprintf("--max-duration %s reached", e.opts.MaxDuration)
+	case sum.HeldWork > 0 && e.fleet != nil:
+		// A fleet counts held hosts, not URLs, and a process ends by itself
+		// only when nothing else is left anywhere.
+		return fmt.Sprintf("only URLs of held hosts are left (hosts held, paused or with a case: %d): they wait for a person", sum.HeldWork)
 	case sum.HeldWork > 0 && sum.Counts.Queued+sum.Counts.Deferred <= int64(sum.HeldWork):
 		return fmt.Sprintf("only URLs of held hosts are left (%d, paused or with a case): they wait for a person", sum.HeldWork)
 	}
