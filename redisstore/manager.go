@@ -91,8 +91,8 @@ func (f *Frontier) manager() {
 // A process with nothing to do looks for work every minPoll at first,
 // then less often, up to maxPoll.
 const (
-	minPoll = 50 * time.Millisecond
-	maxPoll = 250 * time.Millisecond
+	minPoll = 20 * time.Millisecond
+	maxPoll = 100 * time.Millisecond
 )
 
 // refill loads the queues of hosts whose buffers run low.
