@@ -129,11 +129,14 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer func() { c.cleanup() }()
 	if err = c.toOptions(fs.Args()); err == nil {
 		policy := runPolicy{failRatio: c.failRatio, listen: c.listen, metricsFile: c.metricsFile, notify: c.notify, line: c.line}
-		if c.store != "" {
+		switch {
+		case c.store != "" && c.given("db"):
+			err = usagef("give --db (a file) or --store (a fleet's Redis), not both")
+		case c.store != "":
 			// Whatever it holds: a --store that is no store URL is refused
 			// by the store, not taken for a file to crawl into alone.
 			err = crawlFleet(ctx, c.store, c.opts, c.given, policy, stdout)
-		} else {
+		default:
 			err = crawlInto(ctx, c.db, c.opts, c.given, policy, stdout)
 		}
 	}
