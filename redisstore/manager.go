@@ -205,6 +205,18 @@ func (f *Frontier) claim(ctx context.Context) (int, error) {
 	if len(got) == 0 {
 		return 0, nil
 	}
+	if len(got) > need {
+		// Every shard was asked for its share at once: give back what
+		// exceeds the process's need, ready now for the rest of the fleet.
+		back := f.s.rdb.Pipeline()
+		for _, host := range got[need:] {
+			f.shardCall(ctx, back, shardOf(host), "release", f.o.ID, host, now.UnixMilli())
+		}
+		if _, err := back.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return 0, err
+		}
+		got = got[:need]
+	}
 	breakers := make([]breaker.Breaker, len(got))
 	for i, host := range got {
 		b, _, err := f.o.Breakers.Get(ctx, host)
