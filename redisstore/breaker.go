@@ -64,9 +64,11 @@ var (
 	breakerLua string
 	//go:embed hold.lua
 	holdLua string
+	//go:embed breaker_common.lua
+	breakerCommonLua string
 
-	breakerScript = redis.NewScript(breakerLua)
-	holdScript    = redis.NewScript(holdLua)
+	breakerScript = redis.NewScript(breakerCommonLua + breakerLua)
+	holdScript    = redis.NewScript(breakerCommonLua + holdLua)
 )
 
 // DefaultIdleExpiry is how long an unheld breaker's hash and transition

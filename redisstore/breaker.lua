@@ -4,6 +4,8 @@
 -- (Refused always counts) and breaker.Breaker.Record. Time comes from the
 -- caller; the script never reads the server's clock.
 --
+-- (breaker_common.lua is loaded in front of it.)
+--
 -- KEYS[1] breaker hash, KEYS[2] probe gate, KEYS[3] transitions list
 -- ARGV[1] class            ARGV[2] detail           ARGV[3] now (Unix ms)
 -- ARGV[4] ticket gen       ARGV[5] ticket probe 0/1 ARGV[6] threshold
@@ -20,66 +22,24 @@
 -- the log, and the hash and the log get the idle expiry if unheld, or lose
 -- any expiry if held.
 
-local CLOSED, OPEN, HALF = 0, 1, 2
-local PAUSED, CASE = 1, 2
-local STATE = {[0] = 'closed', [1] = 'open', [2] = 'half-open'}
-local HOLD = {[0] = '', [1] = 'paused', [2] = 'case', [3] = 'case+paused'}
-local NUM = {'state', 'failures', 'probes', 'opened', 'rest', 'level', 'down', 'gen', 'hold'}
-
 local class, detail, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local tgen, probe = tonumber(ARGV[4]), ARGV[5] == '1'
 local threshold, rest, restmax, need = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 local disabled, idle, host = ARGV[10] == '1', tonumber(ARGV[11]), ARGV[12]
 
-local function has(h, x) return bit.band(h, x) == x end
-
-local v = redis.call('HMGET', KEYS[1], 'state', 'failures', 'probes', 'opened', 'rest', 'level',
-  'down', 'gen', 'hold', 'hold_reason', 'pause_reason')
-local b = {}
-for i, f in ipairs(NUM) do b[f] = tonumber(v[i]) or 0 end
-b.hold_reason = v[10] or ''
-b.pause_reason = v[11] or ''
-local before = {}
-for k, x in pairs(b) do before[k] = x end
-
-local function reply(trs)
-  local r = {1}
-  for _, f in ipairs(NUM) do r[#r + 1] = b[f] end
-  r[#r + 1] = b.hold_reason
-  r[#r + 1] = b.pause_reason
-  for _, t in ipairs(trs) do r[#r + 1] = t end
-  return r
-end
+local b, before = readBreaker()
+local function reply(trs) return replyOf(b, 1, trs) end
 
 if disabled and class ~= 'refused' then
   return reply({})
 end
 
 local trs = {}
--- transition logs a change from state `from` the way Registry.commit
--- describes it: an empty reason becomes the case's detail, else the pause's.
 local function transition(from, c, d, reason)
-  if reason == '' then
-    if has(b.hold, CASE) then
-      reason = b.hold_reason
-    elseif has(b.hold, PAUSED) then
-      reason = b.pause_reason
-    end
-  end
-  trs[#trs + 1] = cjson.encode({at_ms = now, host = host, from = STATE[from], to = STATE[b.state],
-    hold = HOLD[b.hold], class = c, detail = d, reason = reason, generation = b.gen})
+  trs[#trs + 1] = transitionOf(b, now, host, from, c, d, reason)
 end
 
--- Breaker.open
-local function open()
-  if b.state == CLOSED then
-    b.down, b.rest, b.level = now, rest, 0
-  end
-  if b.rest <= 0 then b.rest = rest end
-  b.state, b.opened = OPEN, now
-  b.failures, b.probes = 0, 0
-  b.gen = b.gen + 1
-end
+local function open() openBreaker(b, now, rest) end
 
 -- Breaker.close
 local function close()
@@ -173,30 +133,4 @@ elseif probe then
   if g and tonumber(g) == tgen then redis.call('DEL', KEYS[2]) end
 end
 
-local changed = false
-for k, x in pairs(b) do
-  if before[k] ~= x then changed = true end
-end
-if not changed then
-  return reply(trs)
-end
-
-local w = {}
-for _, f in ipairs(NUM) do
-  w[#w + 1] = f
-  w[#w + 1] = string.format('%d', b[f])
-end
-w[#w + 1] = 'hold_reason'
-w[#w + 1] = b.hold_reason
-w[#w + 1] = 'pause_reason'
-w[#w + 1] = b.pause_reason
-redis.call('HSET', KEYS[1], unpack(w))
-for _, t in ipairs(trs) do redis.call('RPUSH', KEYS[3], t) end
-if b.hold == 0 then
-  redis.call('PEXPIRE', KEYS[1], idle)
-  redis.call('PEXPIRE', KEYS[3], idle)
-else
-  redis.call('PERSIST', KEYS[1])
-  redis.call('PERSIST', KEYS[3])
-end
-return reply(trs)
+return store(b, before, trs, 1, idle)

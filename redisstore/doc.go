@@ -17,7 +17,8 @@
 //	load.lua     a host's queue head, due deferred URLs promoted first
 //	shard.lua    a shard's ready set: touch, claim, renew, release, drop, wake
 //	breaker.lua  one outcome applied to a host's shared breaker, with its
-//	hold.lua     transitions logged; pauses and case releases
+//	hold.lua     transitions logged; pauses and case releases; both begin
+//	             with breaker_common.lua (reading, logging, writing a breaker)
 //	breaker.go   the Go side of both, and the fleet's probe gate (SET NX PX)
 //	frontier.go  the fleet frontier of one process: the hosts it holds and
 //	manager.go   their leases (manager.go) and the batching writer
