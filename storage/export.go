@@ -69,24 +69,8 @@ func (b *Batch) Each(fn func(Op) error) error {
 			}
 			v.Key, v.Template, v.InFlight, v.Limit = o.aux.key, o.aux.result, o.aux.seqs, o.aux.limit
 		}
-		switch o.kind {
-		case opAdd:
-			v.Kind = OpAdd
-		case opRequeue:
-			v.Kind = OpRequeue
-		case opComplete:
-			v.Kind = OpComplete
-		case opDefer:
-			v.Kind = OpDefer
-		case opPromote:
-			v.Kind = OpPromote
-		case opFailHost:
-			v.Kind = OpFailHost
-		case opResolveCases:
-			v.Kind = OpResolveCases
-		case opQueueRefreshes:
-			v.Kind = OpQueueRefreshes
-		case opPut, opDelete, opAppend:
+		v.Kind = exportedKinds[o.kind]
+		if o.kind == opPut || o.kind == opDelete || o.kind == opAppend {
 			v.Kind = recordKind(o)
 		}
 		if v.Kind == 0 {
@@ -98,6 +82,11 @@ func (b *Batch) Each(fn func(Op) error) error {
 	}
 	return nil
 }
+
+// exportedKinds names the operations that are not puts of records.
+var exportedKinds = map[opKind]OpKind{opAdd: OpAdd, opRequeue: OpRequeue, opComplete: OpComplete,
+	opDefer: OpDefer, opPromote: OpPromote, opFailHost: OpFailHost, opResolveCases: OpResolveCases,
+	opQueueRefreshes: OpQueueRefreshes}
 
 func recordKind(o *op) OpKind {
 	switch bucket := string(o.aux.bucket); {
