@@ -170,6 +170,14 @@ func TestExitCodes(t *testing.T) {
 	empty := filepath.Join(dir, "empty.txt")
 	writeFile(t, empty, "# nothing here\n\n")
 	closed := "http://127.0.0.1:1/" // nothing listens on port 1
+	shut := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			fmt.Fprint(w, "User-agent: *\nDisallow: /\n")
+			return
+		}
+		fmt.Fprint(w, "<html>a page robots.txt keeps out</html>")
+	}))
+	t.Cleanup(shut.Close)
 	for _, tc := range []struct {
 		name   string
 		args   []string
@@ -183,6 +191,8 @@ func TestExitCodes(t *testing.T) {
 		{"a seed that is not a URL", []string{"crawl", "--db", filepath.Join(dir, "n.db"), "not a url"}, exitUsage, "contains a space"},
 		{"a seed of another scheme", []string{"crawl", "--db", filepath.Join(dir, "f.db"), "ftp://example.com/"}, exitUsage, `"ftp" is not http or https`},
 		{"every seed unreachable", crawlArgs(filepath.Join(dir, "u.db"), "--retries", "0", closed), exitFailed, "every seed failed"},
+		{"every seed blocked by robots.txt", crawlArgs(filepath.Join(dir, "r.db"), shut.URL+"/", shut.URL+"/docs/"),
+			exitFailed, "every seed is blocked by robots.txt (2)"},
 		{"success", crawlArgs(filepath.Join(dir, "ok.db"), site.Roots()[0]), exitOK, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

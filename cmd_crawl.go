@@ -163,7 +163,7 @@ Exit codes:
   1  an error
   2  bad usage (bad flag, seed, header or file; every seed refused by the address guard)
   3  stopped with work left: run again to resume
-  4  finished but failed: every seed failed, nothing fetched, or above --fail-ratio
+  4  finished but failed: every seed failed or was blocked by robots.txt, nothing fetched, or above --fail-ratio
 `
 
 // toOptions turns the raw flag values into options and validates them.
@@ -403,6 +403,9 @@ func judge(sum crawl.Summary, policy runPolicy) error {
 	switch {
 	case !sum.Exhausted:
 		return errWorkLeft
+	case sum.SeedsFetched == 0 && sum.SeedsFailed == 0 && sum.SeedsBlocked > 0 && sum.Fetched == 0:
+		return runFailed("every seed is blocked by robots.txt (%d): nothing was fetched; see 'breakwater export --failed' for the URLs",
+			sum.SeedsBlocked)
 	case sum.SeedsFetched == 0 && sum.SeedsFailed > 0:
 		return runFailed("every seed failed (%d); see 'breakwater status' for the failures by class", sum.SeedsFailed)
 	case sum.Fetched == 0 && sum.Failed > 0:

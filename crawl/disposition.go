@@ -194,6 +194,9 @@ func (e *Engine) countResult(it storage.Item, r *storage.Result) {
 		// host's page cap), or a sitemap the host does not have
 		// (sitemaps.go): neither a page nor a failure.
 		e.skipped.Add(1)
+		if it.Depth == 0 && r.ErrorClass == classRobots && it.Kind != storage.KindSitemap {
+			e.seedsBlocked.Add(1)
+		}
 		return
 	case r.Failed():
 		e.failed.Add(1)

@@ -53,6 +53,8 @@ type Engine struct {
 	// seedsFetched and seedsFailed count this run's outcomes of seeds and
 	// of the redirects they lead to (depth 0): a 2xx, or a failure.
 	seedsFetched, seedsFailed atomic.Int64
+	// seedsBlocked counts the seeds robots.txt kept out.
+	seedsBlocked atomic.Int64
 	// fetched and failed count the results this run's leases stored.
 	fetched, failed atomic.Int64
 	// skipped counts the results of URLs the crawl chose not to fetch
@@ -75,8 +77,11 @@ type Summary struct {
 	// they redirect to) fetched with a 2xx, and failed; both zero for a run
 	// given no seeds (a resume), whose depth-0 URLs are an earlier run's.
 	SeedsFetched, SeedsFailed int64
-	HeldWork                  int // URLs of paused hosts or hosts with an open case
-	Duration                  time.Duration
+	// SeedsBlocked counts this run's seeds robots.txt disallows: a crawl
+	// whose every seed is blocked did nothing the user asked for.
+	SeedsBlocked int64
+	HeldWork     int // URLs of paused hosts or hosts with an open case
+	Duration     time.Duration
 	// Why says in a few words why the run ended.
 	Why string
 }
@@ -246,6 +251,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	counts, cerr := e.db.Counts()
 	sum := Summary{Exhausted: exhausted, Counts: counts, HeldWork: e.front.HeldWork(),
 		Duration: e.opts.Now().Sub(start), SeedsFetched: e.seedsFetched.Load(), SeedsFailed: e.seedsFailed.Load(),
+		SeedsBlocked: e.seedsBlocked.Load(),
 		// URLs failed when their host was given up on have no lease: the
 		// file's count tells them (it can also fall, as --retry-failed and
 		// refreshes replace results).
@@ -256,7 +262,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	}
 	if len(e.opts.Seeds) == 0 && e.opts.SeedsFile == "" {
 		// A resume: URLs of depth 0 left over are not this run's seeds.
-		sum.SeedsFetched, sum.SeedsFailed = 0, 0
+		sum.SeedsFetched, sum.SeedsFailed, sum.SeedsBlocked = 0, 0, 0
 	}
 	if sum.HeldWork > 0 {
 		sum.Exhausted = false
