@@ -66,7 +66,7 @@ func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.UserAgent, "user-agent", o.UserAgent, "User-Agent header; the word before the first / is the robots.txt product token")
 	fs.StringArrayVar(&o.Header, "header", nil, `extra request header "Name: value" (repeatable; Host and framing headers are refused)`)
 	fs.StringVar(&o.Cookies, "cookies", "", "Netscape cookies.txt file (as curl and wget write) to send; cookies servers set are kept for the run")
-	fs.StringVar(&o.Proxy, "proxy", "", "send requests through this proxy: http://, https:// or socks5:// URL, or env for HTTPS_PROXY/HTTP_PROXY/NO_PROXY")
+	fs.StringVar(&o.Proxy, "proxy", "", "send requests through this proxy: http://, https://, socks5:// or socks5h:// URL (socks5h needs --allow-private), or env for HTTPS_PROXY/HTTP_PROXY/NO_PROXY")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "whole request timeout, body included")
 	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", o.ConnectTimeout, "TCP connect timeout")
 	fs.Int64Var(&o.MaxBody, "max-body", o.MaxBody, "bytes of body kept per response (after decompression); longer bodies are truncated")

@@ -230,6 +230,7 @@ func TestBadFlagsExitTwoNamingTheFlag(t *testing.T) {
 		{"bad log format", []string{"--log-format", "xml"}, "--log-format"},
 		{"missing seeds file", []string{"--seeds", "/nonexistent/seeds.txt"}, "--seeds"},
 		{"bad seed argument", []string{"ftp://example.com/file"}, "seed argument"},
+		{"socks5h under the address guard", []string{"--proxy", "socks5h://127.0.0.1:1080"}, "--proxy socks5h://127.0.0.1:1080: a socks5h proxy resolves target names itself"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -286,8 +286,15 @@ func (o *Options) Validate() error {
 		return err
 	}
 	if o.Proxy != "" {
-		if _, err := fetch.ParseProxy(o.Proxy); err != nil {
+		p, err := fetch.ParseProxy(o.Proxy)
+		if err != nil {
 			return err
+		}
+		if !o.AllowPrivate {
+			// Every request would fail: refuse the setting before the crawl.
+			if err := p.CheckGuard(); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

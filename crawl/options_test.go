@@ -56,3 +56,32 @@ func TestDefaultsFromPackageConstants(t *testing.T) {
 		t.Errorf("probe timeout = %s, want Timeout + ProbeSlack = %s", got, o.Timeout+ProbeSlack)
 	}
 }
+
+// A socks5h proxy would resolve target names itself, past the address
+// guard: refused up front unless --allow-private; socks5 is not.
+func TestValidateRefusesSOCKS5hUnderTheGuard(t *testing.T) {
+	for _, tc := range []struct {
+		proxy        string
+		allowPrivate bool
+		ok           bool
+	}{
+		{"socks5h://user:secret@127.0.0.1:1080", false, false},
+		{"socks5h://user:secret@127.0.0.1:1080", true, true},
+		{"socks5://127.0.0.1:1080", false, true},
+		{"http://127.0.0.1:3128", false, true},
+	} {
+		o := DefaultOptions()
+		o.Proxy, o.AllowPrivate = tc.proxy, tc.allowPrivate
+		err := o.Validate()
+		if tc.ok {
+			if err != nil {
+				t.Errorf("Validate(--proxy %s, allow-private %v) = %v, want nil", tc.proxy, tc.allowPrivate, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "--proxy socks5h://user:xxxxx@127.0.0.1:1080") ||
+			!strings.Contains(err.Error(), "--allow-private") || strings.Contains(err.Error(), "secret") {
+			t.Errorf("Validate(--proxy %s) = %v, want an error naming the proxy (password hidden) and --allow-private", tc.proxy, err)
+		}
+	}
+}

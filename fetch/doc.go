@@ -28,34 +28,53 @@
 // Without Options.Proxy every request is direct and the environment is
 // ignored. With one, the rules that hold direct still hold:
 //
-//   - The address guard checks the target, not the proxy. A direct dial
-//     checks the address it connects to; behind a proxy that address is
-//     the proxy's, so the target's host is resolved here first (an IP
-//     literal is checked as it is) and refused with a *BlockedAddressError
-//     if any of its addresses is blocked, before the proxy is asked for
-//     anything; a name that does not resolve here fails. The proxy's own
+//   - The address guard checks the target, not the proxy, and the address
+//     it checked is the one the request reaches: the target's name is
+//     resolved here once (an IP literal is checked as it is), refused with
+//     a *BlockedAddressError if any of its addresses is blocked, before the
+//     proxy is asked for anything, and the proxy is then asked for that
+//     address, never the name, so a name whose DNS answers the proxy
+//     differently than us (DNS rebinding) cannot reach a private address.
+//     A name that does not resolve here fails. Through an HTTP proxy every
+//     target, http and https alike, goes through a CONNECT tunnel to the
+//     checked ip:port (RFC 9110 allows an IP there); the fetcher runs TLS
+//     inside it under the target's name (SNI and certificate checks) and
+//     sends the request with the name in Host, as direct. An absolute-form
+//     request cannot be pinned: a proxy sends the origin the Host of the
+//     request-target (RFC 9112, 3.2.2), so naming the address would break
+//     every virtual host; a proxy that tunnels only to port 443 therefore
+//     refuses plain http while the guard is on, and the error says so. A
+//     proxy whose rules go by name (allowed domains) sees only addresses.
+//     socks5 is handed the checked address; socks5h, whose point is that
+//     the proxy resolves the name, is refused (ErrProxyResolvesNames,
+//     Proxy.CheckGuard) rather than quietly resolved here. The proxy's own
 //     address is allowed even when private: a corporate proxy usually is.
-//     With socks5 the proxy is handed the checked addresses; an HTTP
-//     proxy, or socks5h, resolves the name again itself, so a name whose
-//     DNS answers the proxy differently than us is not covered.
+//   - With AllowPrivate nothing is checked, so nothing is pinned: an HTTP
+//     proxy gets the name (absolute-form for http, over connections shared
+//     by every http target; CONNECT name:port for https), socks5h the name,
+//     and socks5 the addresses looked up here.
 //   - Connections are tracked, refused and closed per target host. A
-//     CONNECT tunnel and a SOCKS5 connection carry one target, so they are
-//     tracked under the target's host key: Refuse is asked when one
-//     completes and CloseHost closes it, as direct. Requests to http
+//     tunnel (CONNECT or SOCKS5) carries one target, so it is tracked under
+//     the target's host key: Refuse is asked when the connection to the
+//     proxy completes, before the proxy is asked for the target, and
+//     CloseHost closes it, as direct. With AllowPrivate, requests to http
 //     targets share the connections to an HTTP proxy with every other
 //     host, so those connections are tracked under the proxy's own address
 //     and never refused; the requests themselves are tracked under their
 //     target instead, and CloseHost ends them (the transport then drops the
-//     connection each was using and no other). Refuse is also asked before
-//     each proxied request, so a refused host's request never reaches the
-//     proxy. MaxConnsPerHost is not applied behind an HTTP proxy, and an
-//     https:// proxy is offered HTTP/1.1 only (its TLS is done in the dial:
-//     the transport would offer it h2, then speak HTTP/1.1).
+//     connection each was using and no other); MaxConnsPerHost is then not
+//     applied. Refuse is also asked before each proxied request, so a
+//     refused host's request never reaches the proxy. An https:// proxy is
+//     offered HTTP/1.1 only (its TLS is done in the dial).
 //   - The route is fixed per target: one proxy, or the environment's fixed
 //     choice for the target (net/http's reading of HTTPS_PROXY, HTTP_PROXY
 //     and NO_PROXY, taken when ParseProxy("env") is called; loopback
-//     targets are never proxied). Nothing here retries a request through
-//     another route: the breaker is per host, not per way out.
+//     targets are never proxied), each proxy it names under the rules
+//     above for its scheme. Nothing here retries a request through another
+//     route: the breaker is per host, not per way out. Within the route, a
+//     tunnel is asked for each of the target's checked addresses in turn
+//     until one opens, unless the proxy refuses us rather than the address
+//     (an answer to CONNECT other than 502, 503 or 504).
 //
 // Time comes from Options.Now, so a test's fake clock stamps Started and
 // Duration. A Fetcher is safe for concurrent use.

@@ -59,22 +59,24 @@ type Options struct {
 	MaxBody int64
 	// AllowPrivate permits loopback, private and link-local addresses
 	// (tests, intranet crawls). Off, such dials fail with ErrBlockedAddress,
-	// and so do requests through a Proxy to such a target.
+	// and so do requests through a Proxy to such a target; requests through
+	// a socks5h Proxy fail with ErrProxyResolvesNames.
 	AllowPrivate bool
 	// Resolver looks up the names dialled, and proxied targets' names,
 	// before the guard checks every address found; nil means
 	// net.DefaultResolver.
 	Resolver Resolver
 	// Proxy, if set, is where requests leave through (see ParseProxy and
-	// doc.go, Proxies). The target is then checked against AllowPrivate
-	// here, before the proxy is asked, and a target name must resolve here
-	// for that; the proxy's own address is allowed even when private.
-	// Nil means every request is direct, whatever the environment says.
+	// doc.go, Proxies). Unless AllowPrivate, the target is then checked
+	// here, before the proxy is asked, a target name must resolve here for
+	// that, and the proxy is asked for the checked address, never the name;
+	// the proxy's own address is allowed even when private. Nil means
+	// every request is direct, whatever the environment says.
 	Proxy *Proxy
 	// MaxConnsPerHost caps connections per host:port; 0 means no cap (the
 	// politeness layer already bounds concurrency per host). It is not
-	// applied behind an HTTP proxy, whose connections the transport counts
-	// as one host's.
+	// applied behind an HTTP proxy with AllowPrivate, whose connections
+	// carrying http targets the transport counts as one host's.
 	MaxConnsPerHost int
 	// IdleConns caps the idle connections kept for reuse, all hosts
 	// together; 0 means DefaultIdleConns. The scheduler takes each
@@ -256,7 +258,7 @@ func New(o Options) *Fetcher {
 	if o.Proxy != nil && !o.Proxy.direct() {
 		rt = newRouter(o, conns, direct)
 		rt.lookup = guard.lookup // a proxied target is read as a direct one is
-		rt.install(tr, o.UserAgent)
+		rt.install(tr)
 	}
 	if o.Record {
 		recordDials(tr, o.ConnectTimeout)

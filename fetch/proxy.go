@@ -17,6 +17,14 @@ import (
 type Proxy struct {
 	url *url.URL                         // the one proxy; nil for env
 	env func(*url.URL) (*url.URL, error) // the environment's proxy for a target, nil for none
+	// named is what the environment names, for CheckGuard: the variable
+	// and its proxy URL as read.
+	named []namedProxy
+}
+
+type namedProxy struct {
+	name string
+	url  *url.URL
 }
 
 // ParseProxy parses the --proxy flag:
@@ -25,6 +33,7 @@ type Proxy struct {
 //	https://[user:pass@]host:port    the same, over TLS to the proxy
 //	socks5://[user:pass@]host:port   SOCKS5; target names are resolved here
 //	socks5h://[user:pass@]host:port  SOCKS5; the proxy resolves target names
+//	                                 (only without the address guard: see CheckGuard)
 //	env                              HTTPS_PROXY, HTTP_PROXY and NO_PROXY
 //
 // For env the environment is read now, as net/http reads it (lower-case
@@ -64,8 +73,28 @@ func (p *Proxy) isSOCKS() bool {
 	return p.url != nil && (p.url.Scheme == "socks5" || p.url.Scheme == "socks5h")
 }
 
+// CheckGuard reports whether the address guard (Options.AllowPrivate
+// off) can hold through p: nil, or an error wrapping
+// ErrProxyResolvesNames that names the socks5h proxy (for env, the
+// variable too). A socks5h proxy resolves target names itself, so the
+// address it reaches is not the one the guard checked; a Fetcher without
+// AllowPrivate fails every request through one with that error. Check
+// before crawling to refuse the setting at once.
+func (p *Proxy) CheckGuard() error {
+	if p.url != nil && p.url.Scheme == "socks5h" {
+		return fmt.Errorf("--proxy %s: %w", p.url.Redacted(), ErrProxyResolvesNames)
+	}
+	for _, n := range p.named {
+		if n.url.Scheme == "socks5h" {
+			return fmt.Errorf("--proxy env: %s %s: %w", n.name, n.url.Redacted(), ErrProxyResolvesNames)
+		}
+	}
+	return nil
+}
+
 func proxyFromEnv() (*Proxy, error) {
 	cfg := httpproxy.FromEnvironment()
+	var named []namedProxy
 	for _, v := range []struct{ name, value string }{{"HTTP_PROXY", cfg.HTTPProxy}, {"HTTPS_PROXY", cfg.HTTPSProxy}} {
 		if v.value == "" {
 			continue
@@ -74,14 +103,16 @@ func proxyFromEnv() (*Proxy, error) {
 		if !strings.Contains(raw, "://") {
 			raw = "http://" + raw // as net/http and curl read "host:port"
 		}
-		if _, err := parseProxyURL(raw); err != nil {
+		u, err := parseProxyURL(raw)
+		if err != nil {
 			return nil, fmt.Errorf("--proxy env: %s %q: %w", v.name, redactProxy(v.value), err)
 		}
+		named = append(named, namedProxy{v.name, u})
 	}
-	if cfg.HTTPProxy == "" && cfg.HTTPSProxy == "" {
+	if len(named) == 0 {
 		return &Proxy{}, nil // the environment names no proxy: direct
 	}
-	return &Proxy{env: cfg.ProxyFunc()}, nil
+	return &Proxy{env: cfg.ProxyFunc(), named: named}, nil
 }
 
 func parseProxyURL(s string) (*url.URL, error) {

@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"errors"
 	"net/url"
 	"strings"
 	"testing"
@@ -141,6 +142,43 @@ func TestProxyEnvChoice(t *testing.T) {
 		}
 		if s != want {
 			t.Errorf("proxy for %s = %v, want %q", target, got, want)
+		}
+	}
+}
+
+// Not parallel: t.Setenv. CheckGuard refuses a socks5h proxy, named by
+// --proxy or by the environment, and names it (password hidden) and the
+// way out; every other proxy passes.
+func TestProxyCheckGuard(t *testing.T) {
+	clearProxyEnv(t)
+	for _, tt := range []struct {
+		proxy string
+		env   map[string]string
+		want  string // "" for nil, else the start of the error
+	}{
+		{"http://proxy.corp:3128", nil, ""},
+		{"https://proxy.corp:443", nil, ""},
+		{"socks5://proxy.corp:1080", nil, ""},
+		{"socks5h://u:secret@proxy.corp:1080", nil, "--proxy socks5h://u:xxxxx@proxy.corp:1080: a socks5h proxy resolves target names itself"},
+		{"env", map[string]string{"HTTP_PROXY": "http://proxy.corp:3128", "HTTPS_PROXY": "socks5://proxy.corp:1080"}, ""},
+		{"env", map[string]string{"https_proxy": "socks5h://u:secret@proxy.corp:1080"}, "--proxy env: HTTPS_PROXY socks5h://u:xxxxx@proxy.corp:1080: a socks5h proxy"},
+		{"env", map[string]string{}, ""},
+	} {
+		clearProxyEnv(t)
+		for k, v := range tt.env {
+			t.Setenv(k, v)
+		}
+		p, err := ParseProxy(tt.proxy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = p.CheckGuard()
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s %v: CheckGuard = %v, want nil", tt.proxy, tt.env, err)
+		case tt.want != "" && (!errors.Is(err, ErrProxyResolvesNames) || !strings.HasPrefix(err.Error(), tt.want) ||
+			!strings.Contains(err.Error(), "--allow-private") || strings.Contains(err.Error(), "secret")):
+			t.Errorf("%s %v: CheckGuard = %v, want ErrProxyResolvesNames starting %q", tt.proxy, tt.env, err, tt.want)
 		}
 	}
 }

@@ -1,8 +1,10 @@
 package fetch
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -22,44 +24,43 @@ var errHostClosed = fmt.Errorf("closed by CloseHost: %w", ErrHostRefused)
 // the address guard and the per-host connection tracking of a direct
 // fetch (see doc.go, Proxies).
 //
-// Through an HTTP proxy the transport dials the proxy, never the target,
-// so the guard runs in the transport's Proxy hook, on the target, before
-// a connection is asked for; the dial hook learns from the request's
-// context (a dial keeps its request's values) whether it dials the proxy
-// and for which target. Through SOCKS5 the transport dials the target
-// through dialSOCKS, which checks it first.
+// Unless AllowPrivate, the proxy is never handed a name to resolve: the
+// transport is shown no proxy, and dials the target through dial, which
+// resolves and checks the target's name here, connects to the proxy and
+// asks it for a tunnel (HTTP CONNECT or SOCKS5) to the checked address.
+// The transport then runs TLS over the tunnel under the target's name
+// and writes the request as to the target itself. With AllowPrivate an
+// http target through an HTTP proxy goes absolute-form over the proxy's
+// shared connections, the transport speaking to the proxy; the dial hook
+// learns from the request's context (a dial keeps its request's values)
+// which route it dials for.
 type router struct {
-	choose       func(*url.URL) (*url.URL, error) // the proxy for a target, nil for direct; nil with SOCKS
-	socks        proxy.ContextDialer              // the SOCKS5 proxy, or nil
-	remoteDNS    bool                             // socks5h: the proxy resolves target names
+	choose       func(*url.URL) (*url.URL, error) // the proxy for a target, nil for direct
 	allowPrivate bool
-	timeout      time.Duration // bounds the guard's lookup and a SOCKS5 handshake
-	conns        *connTracker
-	direct       dialFunc // guarded and tracked under the address dialled
-	forward      dialFunc // to the proxy itself, which may be private
-	lookup       func(ctx context.Context, host string) ([]netip.Addr, error)
-	tlsConfig    func() *tls.Config // the transport's, for the TLS to an https:// proxy
+	// sharesConns is set when http targets may share the connections to
+	// an HTTP proxy (AllowPrivate): the transport then counts them as one
+	// host's, and its per-host caps are lifted.
+	sharesConns bool
+	timeout     time.Duration // bounds the guard's lookup, and each tunnel's setup
+	conns       *connTracker
+	direct      dialFunc // guarded and tracked under the address dialled
+	forward     dialFunc // to the proxy itself, which may be private
+	lookup      func(ctx context.Context, host string) ([]netip.Addr, error)
+	tlsConfig   func() *tls.Config // the transport's, for the TLS to an https:// proxy
+	userAgent   string             // sent with a CONNECT, as the transport would
 }
 
 func newRouter(o Options, conns *connTracker, direct dialFunc) *router {
 	forward := NewSafeDialer(o.ConnectTimeout, true)
 	r := &router{allowPrivate: o.AllowPrivate, timeout: o.ConnectTimeout, conns: conns,
-		direct: direct, forward: forward.DialContext, lookup: lookupIP}
+		direct: direct, forward: forward.DialContext, lookup: lookupIP, userAgent: o.UserAgent}
 	p := o.Proxy
-	switch {
-	case p.isSOCKS():
-		var auth *proxy.Auth
-		if p.url.User != nil {
-			pass, _ := p.url.User.Password()
-			auth = &proxy.Auth{User: p.url.User.Username(), Password: pass}
-		}
-		d, _ := proxy.SOCKS5("tcp", p.url.Host, auth, forward) // fails only for a bad network
-		r.socks, r.remoteDNS = d.(proxy.ContextDialer), p.url.Scheme == "socks5h"
-	case p.env != nil:
+	if p.env != nil {
 		r.choose = p.env
-	default:
+	} else {
 		r.choose = func(*url.URL) (*url.URL, error) { return p.url, nil }
 	}
+	r.sharesConns = o.AllowPrivate && !p.isSOCKS()
 	return r
 }
 
@@ -68,42 +69,43 @@ func lookupIP(ctx context.Context, host string) ([]netip.Addr, error) {
 }
 
 // install puts the router's hooks into tr.
-func (r *router) install(tr *http.Transport, userAgent string) {
-	if r.socks != nil {
-		// The transport dials each target, through the proxy: tracking,
-		// Refuse and the per-host cap work on the target as they do direct.
-		tr.DialContext = r.conns.wrap(r.dialSOCKS)
-		return
-	}
+func (r *router) install(tr *http.Transport) {
 	tr.Proxy = r.proxyFor
 	tr.DialContext = r.dial
 	r.tlsConfig = func() *tls.Config { return tr.TLSClientConfig }
-	tr.ProxyConnectHeader = http.Header{"User-Agent": {userAgent}}
-	// The transport pools the connections to an HTTP proxy that carry http
-	// targets as one "host": its per-host caps would cap the whole crawl.
-	// The politeness layer bounds each target's concurrency.
-	tr.MaxConnsPerHost = 0
-	tr.MaxIdleConnsPerHost = tr.MaxIdleConns
+	if r.sharesConns {
+		// The transport pools the connections to an HTTP proxy that carry
+		// http targets as one "host": its per-host caps would cap the whole
+		// crawl. The politeness layer bounds each target's concurrency. A
+		// tunnel is pooled under its target, as a direct connection is.
+		tr.MaxConnsPerHost = 0
+		tr.MaxIdleConnsPerHost = tr.MaxIdleConns
+	}
 }
 
 type routeKey struct{}
 
-// route is how one request leaves through an HTTP proxy, or the
-// environment's choice of none, decided once by begin and read from the
-// request's context by the transport's hooks.
+// route is how one request leaves through a proxy, or the environment's
+// choice of none, decided once by begin and read from the request's
+// context by the transport's hooks.
 type route struct {
 	proxy *url.URL // nil: direct
-	// hop is proxy as the transport is shown it: an https:// proxy as
-	// http://, its TLS done by dial, since the transport would offer the
-	// proxy h2 (it uses one TLS config for proxy and target) and then
-	// write HTTP/1.1 to a proxy that took it up.
-	hop        *url.URL
-	err        error  // the environment's choice failed
-	host, port string // the target: lower-case host, port defaulted by scheme
-	// shared is set for an http target through an HTTP proxy, whose
-	// connection carries other hosts' requests: the request, not the
-	// connection, is tracked under the target, and cancel ends it.
+	err   error    // the environment's choice failed
+	// host and port are the target's: lower-case host, port defaulted by
+	// scheme; plain is set for an http target.
+	host, port string
+	plain      bool
+	// shared is set for an http target through an HTTP proxy with
+	// AllowPrivate: the request goes absolute-form over a connection that
+	// carries other hosts' requests, so the request, not the connection,
+	// is tracked under the target, and cancel ends it. Every other proxied
+	// request goes through a tunnel dial opens to the target.
 	shared bool
+	// hop is proxy as the transport is shown it, for a shared route: an
+	// https:// proxy as http://, its TLS done by dial, since the transport
+	// would offer the proxy h2 (it uses one TLS config for proxy and
+	// target) and then write HTTP/1.1 to a proxy that took it up.
+	hop    *url.URL
 	cancel context.CancelCauseFunc
 }
 
@@ -116,34 +118,34 @@ func (rt *route) Close() error {
 	return nil
 }
 
+// isHTTPProxy reports whether u is an HTTP proxy (spoken to in the clear
+// or over TLS) rather than a SOCKS5 one.
+func isHTTPProxy(u *url.URL) bool { return u.Scheme == "http" || u.Scheme == "https" }
+
 // begin decides req's route and returns req carrying it; end(rt) must
-// follow once the exchange, body included, is over. With SOCKS there is
-// nothing to decide: rt is nil.
+// follow once the exchange, body included, is over. rt is nil for a
+// request the environment sends direct.
 func (r *router) begin(req *http.Request) (_ *http.Request, rt *route) {
-	if r.choose == nil {
-		return req, nil
-	}
 	u := req.URL
 	chosen, err := r.choose(u)
 	if chosen == nil && err == nil {
 		return req, nil // the environment says direct: as with no proxy at all
 	}
-	rt = &route{host: strings.ToLower(u.Hostname()), port: u.Port(), proxy: chosen, err: err}
+	rt = &route{host: strings.ToLower(u.Hostname()), port: u.Port(), plain: u.Scheme == "http", proxy: chosen, err: err}
 	if rt.port == "" {
 		rt.port = "80"
 		if u.Scheme == "https" {
 			rt.port = "443"
 		}
 	}
-	rt.hop = rt.proxy
-	if rt.proxy != nil && rt.proxy.Scheme == "https" {
-		hop := *rt.proxy
-		hop.Scheme = "http"
-		rt.hop = &hop
-	}
 	ctx := req.Context()
-	if rt.proxy != nil && (rt.proxy.Scheme == "http" || rt.proxy.Scheme == "https") && u.Scheme == "http" {
-		rt.shared = true
+	if chosen != nil && isHTTPProxy(chosen) && rt.plain && r.allowPrivate {
+		rt.shared, rt.hop = true, chosen
+		if chosen.Scheme == "https" {
+			hop := *chosen
+			hop.Scheme = "http"
+			rt.hop = &hop
+		}
 		ctx, rt.cancel = context.WithCancelCause(ctx)
 		r.conns.add(rt)
 	}
@@ -158,12 +160,13 @@ func (r *router) end(rt *route) {
 }
 
 // proxyFor is the transport's Proxy hook, called for every attempt of a
-// request: a request to a refused or blocked target fails here, before any
-// connection to the proxy is asked for.
+// request: a request to a refused target fails here, before any
+// connection, idle or new, is asked for. Only a shared route shows the
+// transport its proxy; a tunnel is the target's connection to it.
 func (r *router) proxyFor(req *http.Request) (*url.URL, error) {
 	rt, _ := req.Context().Value(routeKey{}).(*route)
 	switch {
-	case rt == nil: // not from Fetch: direct, and guarded at the dial
+	case rt == nil: // not proxied: direct, and guarded at the dial
 		return nil, nil
 	case rt.err != nil:
 		return nil, fmt.Errorf("proxy from the environment: %w", rt.err)
@@ -171,39 +174,46 @@ func (r *router) proxyFor(req *http.Request) (*url.URL, error) {
 		return nil, nil
 	case r.conns.refused(rt.host, rt.port):
 		return nil, fmt.Errorf("%s: %w", net.JoinHostPort(rt.host, rt.port), ErrHostRefused)
-	}
-	if !r.allowPrivate {
-		if _, err := r.resolve(req.Context(), rt.host); err != nil {
-			return nil, err
-		}
+	case !rt.shared:
+		return nil, nil
 	}
 	return rt.hop, nil
 }
 
-// dial is the transport's DialContext behind an HTTP proxy. A connection
-// to the proxy is not guarded (the target was, in proxyFor). A tunnel
-// (CONNECT, or SOCKS5 named in the environment) serves one target and is
-// tracked and refused under it; a connection carrying http targets is
-// every target's, and is tracked under the proxy's own address.
+// dial is the transport's DialContext behind a proxy. For a shared route
+// it connects to the proxy (addr is the proxy's) and tracks the
+// connection under the proxy's own address: it is every target's, and
+// never refused. Otherwise addr is the target, and dial opens a tunnel to
+// it.
 func (r *router) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	rt, _ := ctx.Value(routeKey{}).(*route)
-	if rt == nil || rt.proxy == nil {
+	switch {
+	case rt == nil || rt.proxy == nil:
 		return r.direct(ctx, network, addr)
+	case !rt.shared:
+		return r.tunnel(ctx, network, rt)
 	}
-	c, err := r.forward(ctx, network, addr)
+	c, err := r.dialProxy(ctx, network, rt.proxy)
 	if err != nil {
 		return nil, err
 	}
-	if rt.proxy.Scheme == "https" {
-		if c, err = r.proxyTLS(ctx, c, rt.proxy.Hostname()); err != nil {
+	host, port, _ := net.SplitHostPort(addr)
+	return r.conns.track(c, host, port, false)
+}
+
+// dialProxy connects to the HTTP proxy via, over TLS for an https:// one.
+// The proxy's address is allowed even when private.
+func (r *router) dialProxy(ctx context.Context, network string, via *url.URL) (net.Conn, error) {
+	c, err := r.forward(ctx, network, via.Host)
+	if err != nil {
+		return nil, err
+	}
+	if via.Scheme == "https" {
+		if c, err = r.proxyTLS(ctx, c, via.Hostname()); err != nil {
 			return nil, err
 		}
 	}
-	if rt.shared {
-		host, port, _ := net.SplitHostPort(addr)
-		return r.conns.track(c, host, port, false)
-	}
-	return r.conns.track(c, rt.host, rt.port, true)
+	return c, nil
 }
 
 // proxyTLS starts TLS to an https:// proxy named host over c, offering
@@ -224,42 +234,183 @@ func (r *router) proxyTLS(ctx context.Context, c net.Conn, host string) (net.Con
 	return tc, nil
 }
 
-// dialSOCKS dials addr, a target, through the SOCKS5 proxy, after
-// checking it. With socks5 the name is resolved here and the proxy is
-// given the checked addresses, so it cannot be talked into another; with
-// socks5h the proxy resolves the name again itself.
-func (r *router) dialSOCKS(ctx context.Context, network, addr string) (net.Conn, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, err
-	}
-	if r.conns.refused(strings.ToLower(host), port) {
-		return nil, fmt.Errorf("dial %s: %w", addr, ErrHostRefused)
-	}
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
-	if r.remoteDNS && r.allowPrivate {
-		return r.socks.DialContext(ctx, network, addr)
+// ErrProxyResolvesNames fails every request through a socks5h proxy while
+// the address guard is on (see Proxy.CheckGuard).
+var ErrProxyResolvesNames = errors.New("a socks5h proxy resolves target names itself, where the address guard " +
+	"cannot check them; use socks5:// (names resolved and checked here) or allow private addresses (--allow-private)")
+
+// tunnelTargets says what the proxy via is asked to connect to for the
+// target host (lower-case) and port: the addresses the guard checked, so
+// that the proxy resolves nothing, or the name itself when nothing is
+// checked (AllowPrivate) and the proxy resolves names (HTTP, socks5h).
+// socks5 means names are resolved here, guard or not. Unless AllowPrivate,
+// socks5h is refused: it would resolve the name again.
+func (r *router) tunnelTargets(ctx context.Context, via *url.URL, host, port string) ([]string, error) {
+	switch {
+	case via.Scheme == "socks5h" && !r.allowPrivate:
+		return nil, fmt.Errorf("%s through %s: %w", net.JoinHostPort(host, port), via.Redacted(), ErrProxyResolvesNames)
+	case r.allowPrivate && via.Scheme != "socks5":
+		return []string{net.JoinHostPort(host, port)}, nil
 	}
 	ips, err := r.resolve(ctx, host)
 	if err != nil {
 		return nil, err
 	}
-	if r.remoteDNS {
-		return r.socks.DialContext(ctx, network, addr)
+	targets := make([]string, len(ips))
+	for i, ip := range ips {
+		targets[i] = net.JoinHostPort(ip.Unmap().String(), port)
+	}
+	return targets, nil
+}
+
+// tunnel opens a connection to rt's target through rt's proxy, to the
+// first checked address the proxy reaches. The tunnel carries that target
+// only: it is tracked under it, Refuse is asked as the connection to the
+// proxy completes (before the proxy is asked for anything) and CloseHost
+// closes it, as a direct connection.
+func (r *router) tunnel(ctx context.Context, network string, rt *route) (net.Conn, error) {
+	if r.conns.refused(rt.host, rt.port) {
+		return nil, fmt.Errorf("dial %s: %w", net.JoinHostPort(rt.host, rt.port), ErrHostRefused)
+	}
+	targets, err := r.tunnelTargets(ctx, rt.proxy, rt.host, rt.port)
+	if err != nil {
+		return nil, err
 	}
 	var errs []error
-	for _, ip := range ips {
-		c, err := r.socks.DialContext(ctx, network, net.JoinHostPort(ip.Unmap().String(), port))
+	for _, target := range targets {
+		c, err := r.openTunnel(ctx, network, rt, target)
 		if err == nil {
 			return c, nil
 		}
-		if errs = append(errs, err); ctx.Err() != nil {
+		errs = append(errs, err)
+		var refusal *connectRefusedError
+		if ctx.Err() != nil || errors.Is(err, ErrHostRefused) || errors.As(err, &refusal) && !refusal.retryable() {
 			break
 		}
 	}
 	return nil, errors.Join(errs...)
 }
+
+// openTunnel asks rt's proxy for a tunnel to target, "ip:port" or
+// "name:port" as tunnelTargets says, within the connect timeout.
+func (r *router) openTunnel(ctx context.Context, network string, rt *route, target string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	via := rt.proxy
+	if !isHTTPProxy(via) {
+		var auth *proxy.Auth
+		if via.User != nil {
+			pass, _ := via.User.Password()
+			auth = &proxy.Auth{User: via.User.Username(), Password: pass}
+		}
+		toProxy := contextDialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := r.forward(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return r.conns.track(c, rt.host, rt.port, true)
+		})
+		d, _ := proxy.SOCKS5("tcp", via.Host, auth, toProxy) // fails only for a bad network
+		return d.(proxy.ContextDialer).DialContext(ctx, network, target)
+	}
+	c, err := r.dialProxy(ctx, network, via)
+	if err != nil {
+		return nil, err
+	}
+	if c, err = r.conns.track(c, rt.host, rt.port, true); err != nil {
+		return nil, err
+	}
+	return r.connect(ctx, c, rt, target)
+}
+
+// contextDialer is a dial function as the SOCKS5 client's way to its proxy.
+type contextDialer dialFunc
+
+func (d contextDialer) Dial(network, addr string) (net.Conn, error) {
+	return d(context.Background(), network, addr)
+}
+
+func (d contextDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return d(ctx, network, addr)
+}
+
+// connectRefusedError is an HTTP proxy's answer other than 200 to CONNECT.
+type connectRefusedError struct {
+	proxy, target, host string // host is the target's name, target what the proxy was asked for
+	status              string
+	code                int
+	plain               bool // the target is http, tunnelled because the guard is on
+}
+
+func (e *connectRefusedError) Error() string {
+	msg := fmt.Sprintf("proxy %s answered CONNECT %s", e.proxy, e.target)
+	if h, _, _ := net.SplitHostPort(e.target); h != e.host {
+		msg += " (for " + e.host + ")"
+	}
+	msg += ": " + e.status
+	if e.plain && !e.retryable() && e.code != http.StatusProxyAuthRequired {
+		// Many proxies tunnel to port 443 only: say why an http target was
+		// asked for as a tunnel at all.
+		msg += " (with the address guard on, http targets are tunnelled through CONNECT too, to the address checked here)"
+	}
+	return msg
+}
+
+// retryable reports whether another of the target's addresses may fare
+// better: the proxy could not reach this one, rather than refusing us.
+func (e *connectRefusedError) retryable() bool {
+	return e.code == http.StatusBadGateway || e.code == http.StatusServiceUnavailable || e.code == http.StatusGatewayTimeout
+}
+
+// connect asks the HTTP proxy at the other end of c for a tunnel to
+// target, as the transport would (User-Agent, and Proxy-Authorization from
+// the proxy URL), and returns the tunnel, or closes c. ctx bounds it.
+func (r *router) connect(ctx context.Context, c net.Conn, rt *route, target string) (net.Conn, error) {
+	via := rt.proxy
+	req := &http.Request{Method: http.MethodConnect, URL: &url.URL{Opaque: target}, Host: target,
+		Header: http.Header{"User-Agent": {r.userAgent}}}
+	if via.User != nil {
+		pass, _ := via.User.Password()
+		req.Header.Set("Proxy-Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(via.User.Username()+":"+pass)))
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		c.SetDeadline(deadline)
+	}
+	interrupt := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+	br := bufio.NewReader(c)
+	err := req.Write(c)
+	var resp *http.Response
+	if err == nil {
+		resp, err = http.ReadResponse(br, req)
+	}
+	if !interrupt() {
+		err = context.Cause(ctx)
+	}
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("CONNECT %s through proxy %s: %w", target, via.Redacted(), err)
+	}
+	// The body is not read: after a 200 the bytes are the tunnel's, and
+	// a refusal's are not needed (the connection is closed).
+	if resp.StatusCode != http.StatusOK {
+		c.Close()
+		return nil, &connectRefusedError{proxy: via.Redacted(), target: target, host: rt.host,
+			status: resp.Status, code: resp.StatusCode, plain: rt.plain}
+	}
+	c.SetDeadline(time.Time{})
+	if br.Buffered() > 0 {
+		return &prereadConn{Conn: c, r: br}, nil // the target spoke first
+	}
+	return c, nil
+}
+
+// prereadConn reads first what was read past the proxy's answer.
+type prereadConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *prereadConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // resolve returns the addresses of host, looked up here unless it is an
 // IP literal. Unless AllowPrivate, a host with any blocked address fails

@@ -165,19 +165,23 @@ func TestFetchThroughHTTPProxyWrongPassword(t *testing.T) {
 	}
 }
 
-// An https target goes through a CONNECT tunnel (HTTP/2 inside it), which
+// An https target goes through a CONNECT tunnel (HTTP/2 inside it) to the
+// address the guard checked, the name kept for TLS and Host; the tunnel
 // is the target's connection: tracked under its host, closed by CloseHost.
 func TestFetchHTTPSThroughCONNECT(t *testing.T) {
 	t.Parallel()
 	site := newBackend(t, true)
-	px := fetchtest.NewHTTPProxy(t, fetchtest.ProxyOptions{Upstream: upstream(map[string]string{"www.example.com:443": site.addr})})
+	px := fetchtest.NewHTTPProxy(t, fetchtest.ProxyOptions{Upstream: upstream(map[string]string{"93.184.216.34:443": site.addr})})
 	o := testOptions()
 	o.AllowPrivate = false // www.example.com is public in testDNS; the proxy may be private
 	f := proxiedFetcher(t, o, px.URL)
 	trustTLS(f, site.srv)
 	wantOK(t, f.Get(context.Background(), "https://www.example.com/a"), "HTTP/2.0")
 	wantOK(t, f.Get(context.Background(), "https://www.example.com/b"), "HTTP/2.0")
-	wantForwarded(t, px.Forwarded(), "CONNECT www.example.com:443")
+	wantForwarded(t, px.Forwarded(), "CONNECT 93.184.216.34:443")
+	if r := site.requests()[0]; r.Host != "www.example.com" || r.TLS == nil || r.TLS.ServerName != "www.example.com" {
+		t.Errorf("the site saw Host %q and TLS %v; want www.example.com for both", r.Host, r.TLS)
+	}
 	if n := f.conns.open(); n != 1 {
 		t.Fatalf("%d connections tracked, want the one tunnel", n)
 	}
@@ -197,7 +201,7 @@ func TestFetchHTTPSThroughCONNECT(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	wantForwarded(t, px.Forwarded(), "CONNECT www.example.com:443", "CONNECT www.example.com:443")
+	wantForwarded(t, px.Forwarded(), "CONNECT 93.184.216.34:443", "CONNECT 93.184.216.34:443")
 }
 
 // An https:// proxy is spoken to over TLS, HTTP/1.1 only though it offers
@@ -243,7 +247,7 @@ func TestFetchThroughProxyGuardsTheTarget(t *testing.T) {
 	} {
 		t.Run(tt.url, func(t *testing.T) {
 			px := fetchtest.NewHTTPProxy(t, fetchtest.ProxyOptions{Upstream: upstream(map[string]string{
-				"93.184.216.34:80": site.addr, "www.example.com:80": site.addr, "www.example.com:443": tlsSite.addr})})
+				"93.184.216.34:80": site.addr, "93.184.216.34:443": tlsSite.addr})})
 			o := testOptions()
 			o.AllowPrivate = false
 			f := proxiedFetcher(t, o, px.URL)
@@ -295,17 +299,18 @@ func TestFetchThroughSOCKS5(t *testing.T) {
 	ups := upstream(map[string]string{"93.184.216.34:80": site.addr, "www.example.com:80": site.addr})
 	for _, tt := range []struct {
 		name, scheme, user string
+		allowPrivate       bool   // socks5h is refused without
 		wantConnect        string // what the proxy was asked to connect to
 	}{
-		{"socks5 resolves here", "socks5", "", "www.example.com:80 as 93.184.216.34:80"},
-		{"socks5h hands the name on", "socks5h", "", "www.example.com:80"},
-		{"socks5 with a password", "socks5", "crawler", "www.example.com:80 as 93.184.216.34:80"},
-		{"socks5h with a password", "socks5h", "crawler", "www.example.com:80"},
+		{"socks5 resolves here", "socks5", "", false, "www.example.com:80 as 93.184.216.34:80"},
+		{"socks5h hands the name on", "socks5h", "", true, "www.example.com:80"},
+		{"socks5 with a password", "socks5", "crawler", false, "www.example.com:80 as 93.184.216.34:80"},
+		{"socks5h with a password", "socks5h", "crawler", true, "www.example.com:80"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			px := fetchtest.NewSOCKS5(t, fetchtest.ProxyOptions{User: tt.user, Password: "s3cret", Upstream: ups})
 			o := testOptions()
-			o.AllowPrivate = false
+			o.AllowPrivate = tt.allowPrivate
 			f := proxiedFetcher(t, o, px.URL(tt.scheme))
 			wantOK(t, f.Get(context.Background(), "http://www.example.com/"), "HTTP/1.1")
 			wantOK(t, f.Get(context.Background(), "http://www.example.com/again"), "HTTP/1.1")
@@ -332,16 +337,18 @@ func TestFetchThroughSOCKS5Refusals(t *testing.T) {
 	o := testOptions()
 	o.AllowPrivate = false
 	t.Run("wrong password", func(t *testing.T) {
-		f := proxiedFetcher(t, o, "socks5h://crawler:wrong@"+px.Addr)
+		f := proxiedFetcher(t, o, "socks5://crawler:wrong@"+px.Addr)
 		if r := f.Get(context.Background(), "http://www.example.com/"); r.Err == nil || !strings.Contains(r.Err.Error(), "authentication failed") {
 			t.Errorf("err = %v, want authentication failed", r.Err)
 		}
 	})
 	before := px.Conns()
-	for _, scheme := range []string{"socks5", "socks5h"} {
+	// socks5 checks the name and refuses it; socks5h, which would have
+	// the proxy resolve it again, is refused whatever the target.
+	for scheme, want := range map[string]error{"socks5": ErrBlockedAddress, "socks5h": ErrProxyResolvesNames} {
 		f := proxiedFetcher(t, o, px.URL(scheme))
-		if r := f.Get(context.Background(), "http://intranet.example.com/"); !errors.Is(r.Err, ErrBlockedAddress) {
-			t.Errorf("%s to a private target: err = %v, want ErrBlockedAddress", scheme, r.Err)
+		if r := f.Get(context.Background(), "http://intranet.example.com/"); !errors.Is(r.Err, want) {
+			t.Errorf("%s to a private target: err = %v, want %v", scheme, r.Err, want)
 		}
 	}
 	if px.Conns() != before || len(site.requests()) != 0 || len(px.Forwarded()) != 0 {
@@ -363,7 +370,7 @@ func TestFetchThroughSOCKS5Refusals(t *testing.T) {
 // NO_PROXY ones and loopback ones go direct, through the dial guard.
 func TestFetchProxyFromEnvironment(t *testing.T) {
 	site := newBackend(t, false)
-	px := fetchtest.NewHTTPProxy(t, fetchtest.ProxyOptions{Upstream: upstream(map[string]string{"www.example.com:80": site.addr})})
+	px := fetchtest.NewHTTPProxy(t, fetchtest.ProxyOptions{Upstream: upstream(map[string]string{"93.184.216.34:80": site.addr})})
 	clearProxyEnv(t)
 	t.Setenv("HTTP_PROXY", px.URL)
 	t.Setenv("NO_PROXY", "10.9.9.9")
@@ -371,7 +378,7 @@ func TestFetchProxyFromEnvironment(t *testing.T) {
 	o.AllowPrivate = false
 	f := proxiedFetcher(t, o, "env")
 	wantOK(t, f.Get(context.Background(), "http://www.example.com/"), "HTTP/1.1")
-	wantForwarded(t, px.Forwarded(), "GET http://www.example.com/")
+	wantForwarded(t, px.Forwarded(), "CONNECT 93.184.216.34:80") // the guard is on: tunnelled to the checked address
 
 	// 10.9.9.9 is in NO_PROXY: dialled direct and refused by the dial-time
 	// check, before any packet; 10.9.9.8 is refused before the proxy.
@@ -382,13 +389,13 @@ func TestFetchProxyFromEnvironment(t *testing.T) {
 	if r := f.Get(context.Background(), "http://10.9.9.8/"); !errors.Is(r.Err, ErrBlockedAddress) || !strings.Contains(r.Err.Error(), "proxy target 10.9.9.8") {
 		t.Errorf("proxied target: err = %v, want it refused before the proxy", r.Err)
 	}
-	// A SOCKS5 proxy named in the environment is the transport's own
-	// client's to speak; its tunnels are still the target's.
-	socks := fetchtest.NewSOCKS5(t, fetchtest.ProxyOptions{Upstream: upstream(map[string]string{"www.example.com:80": site.addr})})
+	// A SOCKS5 proxy named in the environment is handed the checked
+	// address too; its tunnels are the target's.
+	socks := fetchtest.NewSOCKS5(t, fetchtest.ProxyOptions{Upstream: upstream(map[string]string{"93.184.216.34:80": site.addr})})
 	t.Setenv("HTTP_PROXY", socks.URL("socks5"))
 	f = proxiedFetcher(t, o, "env")
 	wantOK(t, f.Get(context.Background(), "http://www.example.com/"), "HTTP/1.1")
-	wantForwarded(t, socks.Forwarded(), "CONNECT www.example.com:80")
+	wantForwarded(t, socks.Forwarded(), "CONNECT 93.184.216.34:80")
 	if n := f.conns.closeHost("www.example.com"); n != 1 {
 		t.Errorf("CloseHost closed %d connections, want the SOCKS5 tunnel", n)
 	}
@@ -400,7 +407,7 @@ func TestFetchProxyFromEnvironment(t *testing.T) {
 	o.AllowPrivate = true
 	f = proxiedFetcher(t, o, "env")
 	wantOK(t, f.Get(context.Background(), "http://"+site.addr+"/"), "HTTP/1.1")
-	wantForwarded(t, px.Forwarded(), "GET http://www.example.com/")
+	wantForwarded(t, px.Forwarded(), "CONNECT 93.184.216.34:80")
 	if n := f.conns.open(); n != 1 {
 		t.Errorf("%d connections tracked, want the direct one", n)
 	}

@@ -37,9 +37,11 @@ type Wire struct {
 	// it reached the record cap, or the exchange failed partway.
 	Truncated bool
 	// Rebuilt is set when the bytes could not be taken off the connection
-	// (an https target through an HTTP proxy, whose TLS the transport runs
-	// inside the tunnel) and were written back from the parsed exchange:
-	// headers in canonical form, the body without transfer framing.
+	// (the transport used one recordDials did not make) and were written
+	// back from the parsed exchange: headers in canonical form, the body
+	// without transfer framing. No route makes such a connection: through
+	// a proxy the fetcher opens the tunnel and runs the target's TLS
+	// itself.
 	Rebuilt bool
 	// RemoteIP is the address of the peer the bytes came from (a proxy's
 	// when there is one); "" if unknown.
@@ -147,7 +149,7 @@ func (c *wireConn) full(w *Wire) bool {
 // recordDials makes tr's connections copy their exchanges, and its TLS
 // run here, over plain connections, offering HTTP/1.1 only: an archive
 // holds HTTP/1.1 messages, and the bytes to copy are those inside TLS.
-// https through an HTTP proxy is the exception (see Wire.Rebuilt).
+// A proxy's tunnel is such a plain connection (see router.tunnel).
 func recordDials(tr *http.Transport, connectTimeout time.Duration) {
 	plain := tr.DialContext
 	tr.ForceAttemptHTTP2 = false

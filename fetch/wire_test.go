@@ -495,8 +495,9 @@ func TestWireOffAndAcceptEncoding(t *testing.T) {
 }
 
 // Through an HTTP proxy: an http target's Wire is the absolute-form
-// exchange with the proxy; an https target's, inside a CONNECT tunnel
-// the transport runs TLS in, is rebuilt from the parsed exchange.
+// exchange with the proxy (AllowPrivate: see TestFetchThroughProxyPins);
+// an https target's is the bytes inside the TLS the fetcher runs over the
+// CONNECT tunnel, as direct.
 func TestWireThroughHTTPProxy(t *testing.T) {
 	t.Parallel()
 	site, tlsSite := newBackend(t, false), newBackend(t, true)
@@ -522,8 +523,9 @@ func TestWireThroughHTTPProxy(t *testing.T) {
 	r = f.Get(context.Background(), "https://"+tlsSite.addr+"/tunnelled")
 	wantOK(t, r, "HTTP/1.1") // h2 is not spoken inside the tunnel either
 	w = r.Wire
-	if !w.Rebuilt || !w.TLS || w.Truncated {
-		t.Errorf("https target: Rebuilt %v TLS %v Truncated %v; want true, true, false", w.Rebuilt, w.TLS, w.Truncated)
+	if w.Rebuilt || !w.TLS || w.Truncated || w.RemoteIP != "127.0.0.1" {
+		t.Errorf("https target: Rebuilt %v TLS %v Truncated %v RemoteIP %q; want false, true, false, the proxy's 127.0.0.1",
+			w.Rebuilt, w.TLS, w.Truncated, w.RemoteIP)
 	}
 	if req := string(w.Request); !strings.HasPrefix(req, "GET /tunnelled HTTP/1.1\r\nHost: "+tlsSite.addr+"\r\n") ||
 		!strings.Contains(req, "\r\nUser-Agent: Breakwater-test/1.0\r\n") || !strings.HasSuffix(req, "\r\n\r\n") {

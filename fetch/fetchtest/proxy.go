@@ -40,12 +40,19 @@ type proxyBase struct {
 	conns atomic.Int32
 	mu    sync.Mutex
 	log   []string
+	asked []string
 }
 
 func (p *proxyBase) record(s string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.log = append(p.log, s)
+}
+
+func (p *proxyBase) recordAsk(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.asked = append(p.asked, s)
 }
 
 // Conns counts the connections clients opened to the proxy.
@@ -58,6 +65,16 @@ func (p *proxyBase) Forwarded() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Clone(p.log)
+}
+
+// Asked lists, in Forwarded's form, every target an authorized client
+// asked the proxy for, whether or not the proxy could reach it: a test
+// of what a client hands its proxy to resolve reads it, since the
+// proxy fails a target its Upstream does not route to loopback.
+func (p *proxyBase) Asked() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.asked)
 }
 
 func (p *proxyBase) dialUpstream(ctx context.Context, target string) (net.Conn, error) {
@@ -147,6 +164,7 @@ func (p *HTTPProxy) forward(c net.Conn, req *http.Request) bool {
 		io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 		return false
 	}
+	p.recordAsk(req.Method + " " + req.URL.String())
 	p.record(req.Method + " " + req.URL.String())
 	req.RequestURI = ""
 	for _, h := range []string{"Proxy-Authorization", "Proxy-Connection", "Connection", "Keep-Alive"} {
@@ -165,6 +183,7 @@ func (p *HTTPProxy) forward(c net.Conn, req *http.Request) bool {
 }
 
 func (p *HTTPProxy) tunnel(c net.Conn, br *bufio.Reader, target string) {
+	p.recordAsk("CONNECT " + target)
 	up, err := p.dialUpstream(context.Background(), target)
 	if err != nil {
 		io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")

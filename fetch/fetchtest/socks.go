@@ -50,6 +50,7 @@ func (p *SOCKS5) serve(c net.Conn) {
 		c.Write([]byte{5, 7, 0, 1, 0, 0, 0, 0, 0, 0}) // command not supported
 		return
 	}
+	p.recordAsk("CONNECT " + target)
 	up, err := p.dialUpstream(context.Background(), target)
 	if err != nil {
 		c.Write([]byte{5, 5, 0, 1, 0, 0, 0, 0, 0, 0}) // connection refused
