@@ -30,7 +30,7 @@ func (e *Engine) openArchive() error {
 		return fmt.Errorf("--warc: a store of type %T keeps no archive state", e.db)
 	}
 	w, err := warc.Open(state, warc.Options{Dir: o.Dir, Prefix: o.Prefix, MaxFileSize: o.Size, Dedupe: o.Dedupe, Hostname: name,
-		Software: "breakwater/" + Version, Now: e.opts.Now, Logger: e.log,
+		KeepSecrets: o.Secrets == WARCSecretsKeep, Software: "breakwater/" + Version, Now: e.opts.Now, Logger: e.log,
 		Info: [][2]string{{"robots", "obey"}, {"http-header-user-agent", e.opts.UserAgent},
 			{"isPartOf", e.db.Path()}}})
 	if err != nil {

@@ -170,7 +170,9 @@ func (e *Engine) useFetcher(f Fetcher) error {
 			return err
 		}
 		if o.Cookies != "" {
-			if fo.Jar, err = fetch.LoadCookiesFile(o.Cookies); err != nil {
+			// The file's cookies as given, beside the jar servers update:
+			// a request to a host that is not to get them leaves them out.
+			if fo.Jar, fo.UserCookies, err = fetch.LoadUserCookiesFile(o.Cookies); err != nil {
 				return fmt.Errorf("--cookies: %w", err)
 			}
 		}

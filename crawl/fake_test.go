@@ -81,14 +81,16 @@ func chainURL(host string, i int) string {
 	return fmt.Sprintf("http://%s/p/%d", host, i)
 }
 
-// fetched is one request the fake got: when it started and ended, and
-// whether it was cut short (its context ended first) or refused.
+// fetched is one request the fake got: when it started and ended,
+// whether it was cut short (its context ended first) or refused, and
+// whether it was to leave out the user's credentials.
 type fetched struct {
-	URL, Host  string
-	Start, End time.Time
-	Status     int
-	Err        error
-	CutShort   bool
+	URL, Host      string
+	Start, End     time.Time
+	Status         int
+	Err            error
+	CutShort       bool
+	WithoutSecrets bool
 }
 
 // fakeFetcher answers requests with serve and records each. refuse, like
@@ -126,7 +128,7 @@ func (f *fakeFetcher) Fetch(ctx context.Context, req fetch.Request) *fetch.Respo
 	n := f.seen[req.URL]
 	f.seen[req.URL]++
 	i := len(f.got)
-	f.got = append(f.got, fetched{URL: req.URL, Host: host, Start: start})
+	f.got = append(f.got, fetched{URL: req.URL, Host: host, Start: start, WithoutSecrets: req.WithoutSecrets})
 	f.mu.Unlock()
 
 	p := page{err: fmt.Errorf("dial %s: %w", host, fetch.ErrHostRefused)}

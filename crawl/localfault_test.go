@@ -200,6 +200,9 @@ type guardRun struct {
 	metrics      string
 	metricsAfter string
 	events       []notify.Event // notifications sent
+	// withoutSecrets counts the requests that left the user's credentials
+	// out: the probes, since every host is a seed's.
+	withoutSecrets int
 }
 
 // eventTap is a webhook in memory: it keeps every event POSTed to it.
@@ -264,6 +267,11 @@ func crawlThroughOutage(t *testing.T, guardHosts, threshold int) guardRun {
 		run.sum = r.run()
 		reqs := r.f.requests("")
 		run.duringOutage = len(startedIn(reqs, from, to))
+		for _, q := range reqs {
+			if q.WithoutSecrets {
+				run.withoutSecrets++
+			}
+		}
 		run.backAfter = -1
 		for _, q := range reqs {
 			if !q.Start.Before(to) && q.Status == 200 {
@@ -312,6 +320,12 @@ func TestLocalFaultGuardThroughOutage(t *testing.T) {
 	}
 	if !on.sum.Exhausted {
 		t.Errorf("with the guard: summary %+v, want exhausted", on.sum)
+	}
+	// Every host is a seed's: only the probes, which any answer will do
+	// for, leave the user's credentials out.
+	if on.withoutSecrets == 0 || off.withoutSecrets != 0 {
+		t.Errorf("requests without the user's credentials: %d with the guard (its probes), %d without; want some, none",
+			on.withoutSecrets, off.withoutSecrets)
 	}
 	// Before it tripped: the hosts' requests in flight and their retries,
 	// a host's concurrency a time. Then two probes a round, the rounds a

@@ -17,6 +17,18 @@ import (
 	"breakwater/warc"
 )
 
+// HeaderHosts values: where the credentials the user gave go.
+const (
+	HeaderHostsSeeds = "seeds" // only the seeds' hosts
+	HeaderHostsAll   = "all"   // every host the crawl asks
+)
+
+// WARC Secrets values: what request records keep of secret header values.
+const (
+	WARCSecretsMask = "mask" // warc.SecretMarker instead
+	WARCSecretsKeep = "keep" // as sent
+)
+
 // Scope values: which discovered links are followed.
 const (
 	ScopeSeeds  = "seeds"  // only the hosts of the seed URLs
@@ -70,6 +82,15 @@ type Options struct {
 	// Cookies is a Netscape cookies.txt file loaded into the run's cookie
 	// jar; "" (the default) means no jar: cookies are neither sent nor kept.
 	Cookies string
+	// HeaderHosts says which hosts get the credentials the user gave: the
+	// secret headers of Header (fetch.IsSecretHeader) and the cookies of
+	// Cookies. HeaderHostsSeeds (the default; "" means it too) sends them to the seeds'
+	// hosts only (Settings.SeedHosts), and the file's cookies there only
+	// where the file names the host; HeaderHostsAll to every host a page
+	// is fetched from. A robots.txt redirect to another host never carries
+	// them, nor does a local-fault probe. Cookies servers set go where
+	// the jar sends them either way.
+	HeaderHosts string
 	// Proxy is the proxy requests go through (see fetch.ParseProxy): a
 	// URL, "env" for the environment's, or "" (the default) for none.
 	Proxy string
@@ -201,8 +222,9 @@ func DefaultOptions() Options {
 		RetryBudget: 0.2,
 		Sitemaps:    true,
 		LocalFault:  LocalFaultOptions{Hosts: 5, Share: 0.5, Window: time.Minute},
+		HeaderHosts: HeaderHostsSeeds,
 		WARC: WARCOptions{Size: warc.DefaultMaxFileSize, Prefix: warc.DefaultPrefix,
-			MaxRecord: fetch.DefaultRecordMax, Dedupe: true},
+			MaxRecord: fetch.DefaultRecordMax, Dedupe: true, Secrets: WARCSecretsMask},
 	}
 }
 
@@ -219,6 +241,10 @@ type WARCOptions struct {
 	MaxRecord int64
 	// Dedupe writes a payload archived before as a revisit.
 	Dedupe bool
+	// Secrets is what request records keep of secret header values:
+	// WARCSecretsMask (the default; "" means it too) or WARCSecretsKeep (see
+	// warc.Options.KeepSecrets). A proxy's credentials are never kept.
+	Secrets string
 }
 
 // breakerConfig is the registry's configuration: the options' with the
@@ -273,6 +299,10 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--warc-size must be at least 1MiB, got %d", o.WARC.Size)
 	case o.WARC.MaxRecord < 0:
 		return fmt.Errorf("--warc-max-record must not be negative, got %d", o.WARC.MaxRecord)
+	case o.WARC.Secrets != "" && o.WARC.Secrets != WARCSecretsMask && o.WARC.Secrets != WARCSecretsKeep:
+		return fmt.Errorf("--warc-secrets must be mask or keep, got %q", o.WARC.Secrets)
+	case o.HeaderHosts != "" && o.HeaderHosts != HeaderHostsSeeds && o.HeaderHosts != HeaderHostsAll:
+		return fmt.Errorf("--header-hosts must be seeds or all, got %q", o.HeaderHosts)
 	case o.LocalFault.Hosts < 0:
 		return fmt.Errorf("--local-fault-hosts must not be negative (0 turns the guard off), got %d", o.LocalFault.Hosts)
 	case o.LocalFault.Hosts > 0 && (o.LocalFault.Share <= 0 || o.LocalFault.Share > 1):

@@ -97,12 +97,13 @@ func (e *Engine) endPass(now time.Time) {
 	r.done, r.nextAt = nil, now.Add(min(refreshEvery, e.opts.RecrawlAfter))
 }
 
-// pageRequest is the request for x's page. A refresh (an item replacing a
-// stored page) asks only if the page changed since, with the page's
-// validators; x.prior keeps the page for record.
+// pageRequest is the request for x's page (a sitemap's too), without the
+// user's credentials when its host is not to get them (withoutSecrets). A
+// refresh (an item replacing a stored page) asks only if the page changed
+// since, with the page's validators; x.prior keeps the page for record.
 func (e *Engine) pageRequest(x *exchange) fetch.Request {
 	it := x.lease.Item
-	req := fetch.Request{URL: it.URL}
+	req := fetch.Request{URL: it.URL, WithoutSecrets: e.withoutSecrets(it.Host)}
 	if it.Replaces == 0 || e.file == nil {
 		return req
 	}

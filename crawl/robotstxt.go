@@ -42,7 +42,7 @@ func (e *Engine) fetchRobots(ctx context.Context, x *exchange) (refused *hopRefu
 		case err != nil:
 			return 0, "", nil, err
 		case target == host:
-			x.resp = e.fetcher.Fetch(ctx, fetch.Request{URL: url})
+			x.resp = e.fetcher.Fetch(ctx, fetch.Request{URL: url, WithoutSecrets: e.withoutSecrets(host)})
 		default:
 			resp, no := e.hop(ctx, target, url)
 			if no != nil {
@@ -91,7 +91,8 @@ func (e *Engine) hop(ctx context.Context, host, url string) (resp *fetch.Respons
 	}
 	hs.pace.Take(now)
 	hs.mu.Unlock()
-	// The target is a host the user did not name: no secret header goes.
+	// The target is a host the server chose, not the user: neither the
+	// secret headers nor the user's cookies go, whatever --header-hosts says.
 	resp = e.fetcher.Fetch(ctx, fetch.Request{URL: url, WithoutSecrets: true})
 	now = e.opts.Now()
 	if cutShort(ctx, resp.Err) {

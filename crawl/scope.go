@@ -30,6 +30,16 @@ func newScope(o *Options, seedHosts []string) *scope {
 	return s
 }
 
+// withoutSecrets reports whether a request to host (a host key) leaves
+// out the credentials the user gave, the secret --header values and the
+// --cookies file's cookies (see Options.HeaderHosts): with
+// HeaderHostsSeeds, a host no seed is on. Whatever the scope, a link or a
+// redirect to another host does not take the seed host's credentials
+// with it.
+func (e *Engine) withoutSecrets(host string) bool {
+	return e.opts.HeaderHosts != HeaderHostsAll && !e.scope.hosts[host]
+}
+
 // allows reports whether a discovered URL (already canonicalized to host) may be queued.
 func (s *scope) allows(rawURL, host string, depth int) bool {
 	if s.maxDepth >= 0 && depth > s.maxDepth {

@@ -34,6 +34,7 @@ type Settings struct {
 	UserAgent        string   `json:"user-agent"`
 	Header           []string `json:"header"`
 	Cookies          string   `json:"cookies"`
+	HeaderHosts      string   `json:"header-hosts"`
 	Proxy            string   `json:"proxy"`
 	Delay            Duration `json:"delay"`
 	HostConcurrency  int      `json:"host-concurrency"`
@@ -58,6 +59,7 @@ type Settings struct {
 	WARCPrefix       string   `json:"warc-prefix"`
 	WARCMaxRecord    int64    `json:"warc-max-record"`
 	WARCDedupe       bool     `json:"warc-dedupe"`
+	WARCSecrets      string   `json:"warc-secrets"`
 }
 
 // Duration is a time.Duration stored as its text ("1m30s"), readable in
@@ -82,14 +84,14 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 func SettingsOf(o Options) Settings {
 	return Settings{Scope: o.Scope, Include: patterns(o.Include), Exclude: patterns(o.Exclude),
 		MaxDepth: o.MaxDepth, MaxPagesPerHost: o.MaxPagesPerHost, UserAgent: o.UserAgent, Header: o.Header, Cookies: o.Cookies, Proxy: o.Proxy,
-		Delay: Duration(o.Delay), HostConcurrency: o.HostConcurrency, Timeout: Duration(o.Timeout),
+		HeaderHosts: o.HeaderHosts, Delay: Duration(o.Delay), HostConcurrency: o.HostConcurrency, Timeout: Duration(o.Timeout),
 		ConnectTimeout: Duration(o.ConnectTimeout), MaxBody: o.MaxBody, AllowPrivate: o.AllowPrivate,
 		Breaker: o.BreakerEnabled, BreakerThreshold: o.Breaker.Threshold, BreakerRest: Duration(o.Breaker.Rest),
 		BreakerRestMax: Duration(o.Breaker.RestMax), BreakerProbes: o.Breaker.Probes,
 		GiveUpAfter: Duration(o.GiveUpAfter), Retries: o.Retries, RetryBase: Duration(o.RetryBase),
 		RetryMax: Duration(o.RetryMax), RetryBudget: o.RetryBudget, RecrawlAfter: Duration(o.RecrawlAfter),
 		Sitemaps: o.Sitemaps, WARC: o.WARC.Dir, WARCSize: o.WARC.Size, WARCPrefix: o.WARC.Prefix,
-		WARCMaxRecord: o.WARC.MaxRecord, WARCDedupe: o.WARC.Dedupe}
+		WARCMaxRecord: o.WARC.MaxRecord, WARCDedupe: o.WARC.Dedupe, WARCSecrets: o.WARC.Secrets}
 }
 
 // applyTo sets o's crawl settings to s.
@@ -102,7 +104,7 @@ func (s Settings) applyTo(o *Options) error {
 		return err
 	}
 	o.Scope, o.MaxDepth, o.UserAgent, o.Header, o.Cookies, o.Proxy = s.Scope, s.MaxDepth, s.UserAgent, s.Header, s.Cookies, s.Proxy
-	o.MaxPagesPerHost = s.MaxPagesPerHost
+	o.MaxPagesPerHost, o.HeaderHosts = s.MaxPagesPerHost, s.HeaderHosts
 	o.Delay, o.HostConcurrency = time.Duration(s.Delay), s.HostConcurrency
 	o.Timeout, o.ConnectTimeout = time.Duration(s.Timeout), time.Duration(s.ConnectTimeout)
 	o.MaxBody, o.AllowPrivate = s.MaxBody, s.AllowPrivate
@@ -112,7 +114,7 @@ func (s Settings) applyTo(o *Options) error {
 	o.RetryBase, o.RetryMax, o.RetryBudget = time.Duration(s.RetryBase), time.Duration(s.RetryMax), s.RetryBudget
 	o.RecrawlAfter, o.Sitemaps = time.Duration(s.RecrawlAfter), s.Sitemaps
 	o.WARC = WARCOptions{Dir: s.WARC, Size: s.WARCSize, Prefix: s.WARCPrefix, MaxRecord: s.WARCMaxRecord,
-		Dedupe: s.WARCDedupe}
+		Dedupe: s.WARCDedupe, Secrets: s.WARCSecrets}
 	return nil
 }
 

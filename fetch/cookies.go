@@ -46,6 +46,31 @@ func LoadCookiesFile(path string) (*cookiejar.Jar, error) {
 // file with an error "name line N: what is wrong".
 func LoadCookies(r io.Reader, name string, now time.Time) (*cookiejar.Jar, error) {
 	jar := NewJar()
+	if err := loadCookies(r, name, now, jar); err != nil {
+		return nil, err
+	}
+	return jar, nil
+}
+
+// LoadUserCookiesFile reads the cookies.txt at path, at the current time,
+// as LoadCookies does, into two jars holding the same cookies: jar for
+// Options.Jar, which servers' cookies then update, and given for
+// Options.UserCookies, which stays as the user gave it.
+func LoadUserCookiesFile(path string) (jar, given *cookiejar.Jar, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cookies: %w", err)
+	}
+	defer f.Close()
+	jar, given = NewJar(), NewJar()
+	if err := loadCookies(f, path, time.Now(), jar, given); err != nil {
+		return nil, nil, err
+	}
+	return jar, given, nil
+}
+
+// loadCookies reads a cookies.txt (see LoadCookies) into every jar given.
+func loadCookies(r io.Reader, name string, now time.Time, jars ...*cookiejar.Jar) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, maxCookieLine)
 	for n := 1; sc.Scan(); n++ {
@@ -55,17 +80,19 @@ func LoadCookies(r io.Reader, name string, now time.Time) (*cookiejar.Jar, error
 		}
 		c, u, err := parseCookieLine(line)
 		if err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", name, n, err)
+			return fmt.Errorf("%s line %d: %w", name, n, err)
 		}
 		if c == nil || !c.Expires.IsZero() && !c.Expires.After(now) {
 			continue
 		}
-		jar.SetCookies(u, []*http.Cookie{c})
+		for _, jar := range jars {
+			jar.SetCookies(u, []*http.Cookie{c})
+		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
-	return jar, nil
+	return nil
 }
 
 // parseCookieLine parses one cookies.txt line into a cookie and the URL

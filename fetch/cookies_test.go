@@ -219,3 +219,69 @@ func TestFetchWithoutJarKeepsNoCookies(t *testing.T) {
 		}
 	}
 }
+
+// cookieSet is a Cookie header's name=value pairs, sorted.
+func cookieSet(header string) []string {
+	var out []string
+	for p := range strings.SplitSeq(header, ";") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A request WithoutSecrets carries none of the cookies the user gave, and
+// the cookies servers set as usual, a user's cookie a server replaced
+// included; the others carry all. Both jars come from one read of the file.
+func TestFetchWithoutSecretsLeavesTheUsersCookiesOut(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []string
+	srv := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("Cookie"))
+		mu.Unlock()
+		if r.URL.Path == "/set" {
+			http.SetCookie(w, &http.Cookie{Name: "from_server", Value: "s", Path: "/"})
+			http.SetCookie(w, &http.Cookie{Name: "rotated", Value: "new", Path: "/"})
+		}
+	})
+	file := filepath.Join(t.TempDir(), "cookies.txt")
+	if err := os.WriteFile(file, []byte("127.0.0.1\tFALSE\t/\tFALSE\t0\tlogin\tl1\n"+
+		"127.0.0.1\tFALSE\t/\tFALSE\t0\trotated\told\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := testOptions()
+	jar, given, err := LoadUserCookiesFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Jar, o.UserCookies = jar, given
+	f := newTestFetcher(t, o)
+	for _, step := range []struct {
+		path    string
+		without bool
+		want    []string
+	}{
+		{"/a", true, nil},
+		{"/a", false, []string{"login=l1", "rotated=old"}},
+		{"/set", true, nil},
+		{"/a", true, []string{"from_server=s", "rotated=new"}},
+		{"/a", false, []string{"from_server=s", "login=l1", "rotated=new"}},
+	} {
+		if r := f.Fetch(t.Context(), Request{URL: srv.URL + step.path, WithoutSecrets: step.without}); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		mu.Lock()
+		got := cookieSet(seen[len(seen)-1])
+		mu.Unlock()
+		if !slices.Equal(got, step.want) {
+			t.Errorf("%s without secrets=%v: cookies %q, want %q", step.path, step.without, got, step.want)
+		}
+	}
+	if _, _, err := LoadUserCookiesFile(filepath.Join(t.TempDir(), "missing.txt")); err == nil || !strings.Contains(err.Error(), "missing.txt") {
+		t.Errorf("a missing file: %v, want an error naming it", err)
+	}
+}

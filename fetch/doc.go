@@ -13,8 +13,15 @@
 // request headers go. Options.Header is added to every request, before a
 // Request's own. Options.Jar, when set, is the run's cookies: loaded from a
 // cookies.txt (LoadCookies), sent where they match, and updated by every
-// response, a 3xx's included (net/http stores those before CheckRedirect
-// declines to follow). Without a Jar no cookie is sent or kept.
+// response, a 3xx's included. Without a Jar no cookie is sent or kept.
+// Fetch sends and keeps the cookies itself rather than leave the jar to
+// http.Client, because a Request WithoutSecrets (to a host the user did
+// not name) must leave out the secret headers and the user's own cookies
+// while still carrying those servers set: Options.UserCookies is the
+// user's cookies as loaded (LoadUserCookiesFile loads the two jars), and
+// such a request leaves out those of Jar's cookies still as the user gave
+// them. One jar, rather than one for the file and one for servers, keeps
+// a server's update or removal of a user's cookie in effect everywhere.
 //
 // # Proxies
 //

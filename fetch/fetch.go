@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -49,6 +50,14 @@ type Options struct {
 	// (a cookiejar.Jar is memory only); see LoadCookies and NewJar. Nil
 	// means cookies are neither sent nor kept.
 	Jar http.CookieJar
+	// UserCookies, if set, are the cookies the user gave, as given: Jar
+	// starts with the same ones (LoadUserCookiesFile loads both) and
+	// servers update Jar, never UserCookies. A Request WithoutSecrets
+	// leaves out of Jar's cookies those still as the user gave them (the
+	// same name and value, and one UserCookies has for the URL), and
+	// carries the ones servers set. Nil: WithoutSecrets leaves cookies
+	// alone.
+	UserCookies http.CookieJar
 	// Timeout bounds the whole request, body included; 0 means DefaultTimeout.
 	Timeout time.Duration
 	// ConnectTimeout bounds the TCP connect and, separately, the TLS
@@ -118,6 +127,9 @@ func (o Options) withDefaults() Options {
 	if j, ok := o.Jar.(*cookiejar.Jar); ok && j == nil {
 		o.Jar = nil // a nil *Jar in the interface would panic on first use
 	}
+	if j, ok := o.UserCookies.(*cookiejar.Jar); ok && j == nil || o.Jar == nil {
+		o.UserCookies = nil
+	}
 	if o.UserAgent == "" {
 		o.UserAgent = DefaultUserAgent
 	}
@@ -151,9 +163,10 @@ type Request struct {
 	URL    string
 	Header http.Header
 	// WithoutSecrets leaves out the secret headers of Options.Header
-	// (IsSecretHeader: Authorization, Cookie, tokens): the request goes to
-	// a host the user did not name, as curl drops them on a redirect to
-	// another host.
+	// (IsSecretHeader: Authorization, Cookie, tokens) and the user's own
+	// cookies (Options.UserCookies): the request goes to a host the user
+	// did not name, as curl drops them on a redirect to another host.
+	// Cookies servers set still go where the jar sends them.
 	WithoutSecrets bool
 	// MaxBody, if positive, replaces Options.MaxBody for this request (a
 	// sitemap may be larger than any page); 0 means the Fetcher's.
@@ -271,9 +284,23 @@ func New(o Options) *Fetcher {
 		client: &http.Client{
 			Transport:     tr,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-			Jar:           o.Jar, // the client stores a 3xx's cookies before CheckRedirect
+			// No Jar: Fetch sends and keeps cookies itself, since which of
+			// them a request may carry depends on the request.
 		},
 	}
+}
+
+// cookiesFor is the cookies of the jar a request to u carries; without
+// the user's, those still as UserCookies has them for u are left out.
+func (f *Fetcher) cookiesFor(u *url.URL, withoutUser bool) []*http.Cookie {
+	cookies := f.opts.Jar.Cookies(u)
+	if !withoutUser || f.opts.UserCookies == nil || len(cookies) == 0 {
+		return cookies
+	}
+	given := f.opts.UserCookies.Cookies(u)
+	return slices.DeleteFunc(cookies, func(c *http.Cookie) bool {
+		return slices.ContainsFunc(given, func(g *http.Cookie) bool { return g.Name == c.Name && g.Value == c.Value })
+	})
 }
 
 // idleConnsPerHost keeps as many idle connections as a host may have busy
@@ -318,6 +345,11 @@ func (f *Fetcher) Fetch(ctx context.Context, in Request) *Response {
 	if req.Header.Get("Accept-Encoding") == "" {
 		req.Header.Set("Accept-Encoding", "gzip")
 	}
+	if f.opts.Jar != nil {
+		for _, c := range f.cookiesFor(req.URL, in.WithoutSecrets) {
+			req.AddCookie(c)
+		}
+	}
 	if f.router != nil {
 		var rt *route
 		req, rt = f.router.begin(req)
@@ -337,6 +369,12 @@ func (f *Fetcher) Fetch(ctx context.Context, in Request) *Response {
 		return r
 	}
 	defer resp.Body.Close() // unread rest: the transport drops the connection
+	if f.opts.Jar != nil {
+		// As http.Client keeps them: a 3xx's too, since none is followed.
+		if set := resp.Cookies(); len(set) > 0 {
+			f.opts.Jar.SetCookies(req.URL, set)
+		}
+	}
 	r.Status, r.Header = resp.StatusCode, resp.Header
 	r.ContentType = resp.Header.Get("Content-Type")
 	if loc := resp.Header.Get("Location"); loc != "" {

@@ -94,18 +94,54 @@ func extraHeaders(h http.Header) http.Header {
 var secretHeaderWords = []string{"token", "secret", "api-key", "apikey", "api_key", "password", "passwd", "auth", "cookie", "session"}
 
 // IsSecretHeader reports whether the value of the header name is a
-// credential that status output must mask (MaskValue): Authorization,
+// credential: status output masks it (MaskValue), the archive masks it in
+// request records unless told to keep it, and a request WithoutSecrets
+// leaves it out of Options.Header. It is true of Authorization,
 // Cookie, Proxy-Authorization, and any name containing token, secret,
 // api-key, apikey, api_key, password, passwd, auth, cookie or session,
 // case-insensitively.
+//
+// It allocates nothing: the archive asks it of every request header it
+// writes.
 func IsSecretHeader(name string) bool {
-	lower := strings.ToLower(name)
-	for _, w := range secretHeaderWords {
-		if strings.Contains(lower, w) {
-			return true
+	for i := range len(name) {
+		for _, w := range secretWordsByFirst[lowerASCII(name[i])] {
+			if hasPrefixFold(name[i:], w) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// secretWordsByFirst is secretHeaderWords by their first byte, so that
+// IsSecretHeader reads a name once instead of once a word.
+var secretWordsByFirst = func() (by [256][]string) {
+	for _, w := range secretHeaderWords {
+		by[w[0]] = append(by[w[0]], w)
+	}
+	return by
+}()
+
+// hasPrefixFold reports whether s starts with word, ASCII letters matched
+// without regard to case; word is lower-case.
+func hasPrefixFold(s, word string) bool {
+	if len(s) < len(word) {
+		return false
+	}
+	for j := range len(word) {
+		if lowerASCII(s[j]) != word[j] {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // maskShown is the most characters MaskValue reveals.

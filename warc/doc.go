@@ -12,6 +12,13 @@
 // as an identical-payload-digest revisit of its first capture, and a
 // refresh's 304 as a server-not-modified revisit.
 //
+// A request record is the request to the origin, not to a proxy: Encode
+// puts the request line in origin-form and leaves out Proxy-Authorization
+// and Proxy-Connection, and unless Options.KeepSecrets it writes
+// SecretMarker for the values of secret headers (fetch.IsSecretHeader), so
+// that an archive handed on holds no credential; each warcinfo record says
+// which (breakwater-secrets: masked or kept). Responses are kept as sent.
+//
 // The archive keeps step with the database (Writer is the frontier's
 // Archive): workers encode and compress their records (Writer.Encode),
 // the records ride the batch that marks their pages done, and the one

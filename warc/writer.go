@@ -37,6 +37,13 @@ type Options struct {
 	// Dedupe writes a response whose payload was archived before in this
 	// crawl as a revisit of the first capture.
 	Dedupe bool
+	// KeepSecrets keeps the values of secret request headers
+	// (Authorization, Cookie, tokens: fetch.IsSecretHeader) in request
+	// records; false, the default, writes SecretMarker instead (see
+	// cleanRequest), for an archive that may be handed to others. The
+	// warcinfo record says which (breakwater-secrets: masked or kept).
+	// A proxy's credentials are never kept.
+	KeepSecrets bool
 	// Info is written into each file's warcinfo record, after the fields
 	// every file has (software, format, hostname), in order.
 	Info [][2]string
@@ -202,8 +209,11 @@ func syncDir(dir string) error {
 }
 
 // Encode builds ex's records, on the caller's goroutine. With Dedupe, a
-// payload archived before becomes a revisit.
+// payload archived before becomes a revisit. The request record holds ex's
+// request cleaned of what was the proxy's and, unless KeepSecrets, of
+// secret header values (cleanRequest); its digest and length are of that.
 func (w *Writer) Encode(ex Exchange) (*Entry, error) {
+	ex.Request = cleanRequest(ex.Request, !w.opts.KeepSecrets)
 	if !w.opts.Dedupe {
 		return encode(ex, nil, w.opts.Dir)
 	}
@@ -362,6 +372,11 @@ func (w *Writer) warcinfo(name string, now time.Time) ([]byte, error) {
 	block.Add("format", "WARC File Format 1.1")
 	block.Add("conformsTo", "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/")
 	block.Add("hostname", w.opts.Hostname)
+	secrets := secretsMasked
+	if w.opts.KeepSecrets {
+		secrets = secretsKept
+	}
+	block.Add(secretsField, secrets)
 	for _, kv := range w.opts.Info {
 		block.Add(kv[0], kv[1])
 	}
