@@ -256,19 +256,6 @@ func ignoreEOF(err error) error {
 	return err
 }
 
-// digests reads msg once for the digests of the whole block and of its
-// payload, the part from headEnd on.
-func digests(msg Block, headEnd int64) (block, payload string, err error) {
-	bh, ph := sha1.New(), sha1.New()
-	if _, err := io.Copy(bh, io.NewSectionReader(msg, 0, headEnd)); err != nil {
-		return "", "", err
-	}
-	if _, err := io.Copy(io.MultiWriter(bh, ph), io.NewSectionReader(msg, headEnd, msg.Size()-headEnd)); err != nil {
-		return "", "", err
-	}
-	return digestText(bh), digestText(ph), nil
-}
-
 // digestText is a digest as WARC fields carry it: sha1, base32, as wget
 // and Heritrix write it.
 func digestText(h hash.Hash) string {
