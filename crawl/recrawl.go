@@ -99,7 +99,10 @@ func (e *Engine) endPass(now time.Time) {
 
 // pageRequest is the request for x's page. A refresh (an item replacing a
 // stored page) asks only if the page changed since, with the page's
-// validators; x.prior keeps the page for record.
+// validators; x.prior keeps the page for record. With --warc, a page the
+// archive holds no full record of (fetched without --warc, or its records
+// never written) is asked for unconditionally: a 304 would be a revisit
+// of nothing, and the archive gets the page in full instead.
 func (e *Engine) pageRequest(x *exchange) fetch.Request {
 	it := x.lease.Item
 	req := fetch.Request{URL: it.URL}
@@ -115,6 +118,9 @@ func (e *Engine) pageRequest(x *exchange) fetch.Request {
 		return req
 	}
 	x.prior = prior
+	if e.archive != nil && prior.Archived.Date.IsZero() {
+		return req
+	}
 	h := http.Header{}
 	if prior.ETag != "" {
 		h.Set("If-None-Match", prior.ETag)

@@ -8,10 +8,13 @@ import (
 	"encoding/base32"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"breakwater/storage"
 )
 
 // sha1Base32 is a WARC digest of b computed here, apart from the writer's
@@ -217,5 +220,89 @@ func TestPayloadDigestOfChunkedAndEncodedBodies(t *testing.T) {
 				t.Errorf("WARC-Block-Digest %s, want %s", got, want)
 			}
 		})
+	}
+}
+
+// The same body framed differently is one payload: with Dedupe the second
+// and third are revisits of the first, and a revisit's
+// WARC-Refers-To-Date is its original's WARC-Date, to the nanosecond,
+// whether the original is in the same commit or an earlier one.
+func TestDedupeAcrossFramings(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, filepath.Join(dir, "c.db"))
+	defer db.Close()
+	w, err := Open(db, Options{Dir: filepath.Join(dir, "warc"), Dedupe: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := strings.Repeat("same words ", 50)
+	at := time.Date(2026, 12, 1, 10, 0, 0, 123456789, time.UTC)
+	ex := func(path, head, body string, at time.Time) Exchange {
+		return Exchange{URI: "http://127.0.0.1:1" + path, Date: at, Request: []byte("GET " + path + " HTTP/1.1\r\n\r\n"),
+			Response: bytes.NewReader([]byte("HTTP/1.1 200 OK\r\n" + head + "\r\n\r\n" + body))}
+	}
+	first := encodeAll(t, w,
+		ex("/length", "Content-Length: "+strconv.Itoa(len(page)), page, at),
+		ex("/chunks", "Transfer-Encoding: chunked", chunked(page, ";a", 10, 20, 30), at.Add(1)))
+	second := encodeAll(t, w, ex("/more-chunks", "Transfer-Encoding: chunked", chunked(page, "", 1, 2, 3, 4), at.Add(time.Second+7)))
+	original := entryRecords(t, first[0])[1]
+	var revisits []testRecord
+	for _, e := range []*Entry{first[1], second[0]} {
+		if !e.Revisit {
+			t.Fatalf("%s was not a revisit", entryRecords(t, e)[1].get("WARC-Target-URI"))
+		}
+		revisits = append(revisits, entryRecords(t, e)[1])
+		if e.Original != (storage.Capture{URI: "http://127.0.0.1:1/length", Date: at}) {
+			t.Errorf("a revisit's Original = %+v, want the first capture", e.Original)
+		}
+	}
+	commit(t, w, db, first...)
+	commit(t, w, db, second...)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if original.get("WARC-Date") != "2026-12-01T10:00:00.123456789Z" {
+		t.Fatalf("WARC-Date %q, want to the nanosecond", original.get("WARC-Date"))
+	}
+	for _, r := range revisits {
+		if r.get("WARC-Payload-Digest") != sha1Base32([]byte(page)) || r.get("WARC-Payload-Digest") != original.get("WARC-Payload-Digest") {
+			t.Errorf("revisit of %s: payload digest %s, original's %s, want both %s", r.get("WARC-Target-URI"),
+				r.get("WARC-Payload-Digest"), original.get("WARC-Payload-Digest"), sha1Base32([]byte(page)))
+		}
+		if r.get("WARC-Refers-To-Date") != original.get("WARC-Date") ||
+			r.get("WARC-Refers-To-Target-URI") != original.get("WARC-Target-URI") {
+			t.Errorf("revisit of %s refers to %s at %q, want %s at %q", r.get("WARC-Target-URI"),
+				r.get("WARC-Refers-To-Target-URI"), r.get("WARC-Refers-To-Date"),
+				original.get("WARC-Target-URI"), original.get("WARC-Date"))
+		}
+	}
+	rep, err := Check(filepath.Join(dir, "warc"))
+	if err != nil || !rep.OK() {
+		t.Fatalf("check: %v %+v", err, rep)
+	}
+}
+
+// A 304 is a revisit of the capture it is given, its date as that
+// record's WARC-Date was written; without one it is a response.
+func TestNotModifiedRefersToItsOriginal(t *testing.T) {
+	orig := storage.Capture{URI: "http://127.0.0.1:1/other", Date: time.Date(2026, 12, 1, 10, 0, 0, 5000, time.UTC)}
+	resp := "HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\n\r\n"
+	ex := Exchange{URI: "http://127.0.0.1:1/p", Date: time.Now(), Request: []byte("GET /p HTTP/1.1\r\n\r\n"),
+		Response: bytes.NewReader([]byte(resp)), NotModified: true, Original: orig}
+	entry, err := encode(ex, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := entryRecords(t, entry)[1]
+	if r.get("WARC-Type") != "revisit" || r.get("WARC-Refers-To-Target-URI") != orig.URI ||
+		r.get("WARC-Refers-To-Date") != "2026-12-01T10:00:00.000005Z" || !entry.Revisit || entry.Original != orig {
+		t.Errorf("304 written as %v, entry original %+v; want a revisit of %+v", r.fields, entry.Original, orig)
+	}
+	ex.Original = storage.Capture{}
+	if entry, err = encode(ex, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	if r := entryRecords(t, entry)[1]; r.get("WARC-Type") != "response" || entry.Revisit {
+		t.Errorf("a 304 with nothing to refer to was written as a %s", r.get("WARC-Type"))
 	}
 }
