@@ -8,7 +8,8 @@ package crawl
 // queue holds none of the host's new URLs (see storage/recrawl.go). A
 // refresh is then an ordinary lease down the request path, robots.txt,
 // breaker and politeness included; it differs in two places only. Its
-// request is conditional on the stored page's validators (pageRequest),
+// request is conditional on the stored page's validators (pageRequest;
+// with --warc, only when the archive holds the page in full),
 // and record ends it by what the answer says about the stored page
 // (refreshed): a 304 keeps the page, with the time of the check; a 404 or
 // 410 records it gone. A changed page (200) is recorded like any page:
