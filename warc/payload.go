@@ -75,7 +75,11 @@ func (t *hashingReader) Read(p []byte) (int, error) {
 // it is chunked.
 func digests(msg Block, headEnd int64) (block, payload string, err error) {
 	s := digestScans.Get().(*digestScan)
-	defer digestScans.Put(s)
+	defer func() {
+		s.br.Reset(nil) // hold on to no message in the pool
+		s.src = io.SectionReader{}
+		digestScans.Put(s)
+	}()
 	s.block.Reset()
 	s.payload.Reset()
 	s.tee.h, s.tee.err = s.block, nil
@@ -97,8 +101,6 @@ func digests(msg Block, headEnd int64) (block, payload string, err error) {
 	if s.tee.err != nil {
 		return "", "", s.tee.err
 	}
-	s.br.Reset(nil) // drop the message
-	s.src = io.SectionReader{}
 	return digestText(s.block), digestText(s.payload), nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"crypto/sha1"
 	"encoding/base32"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -307,5 +308,44 @@ func TestNotModifiedRefersToItsOriginal(t *testing.T) {
 	}
 	if r := entryRecords(t, entry)[1]; r.get("WARC-Type") != "response" || entry.Revisit {
 		t.Errorf("a 304 with nothing to refer to was written as a %s", r.get("WARC-Type"))
+	}
+}
+
+// brokenBlock reads as msg up to failAt, and fails from there: a spool
+// file that cannot be read back.
+type brokenBlock struct {
+	msg    []byte
+	failAt int64
+}
+
+func (b brokenBlock) Size() int64 { return int64(len(b.msg)) }
+
+func (b brokenBlock) ReadAt(p []byte, off int64) (int, error) {
+	if off >= b.failAt {
+		return 0, errSpoolGone
+	}
+	n := copy(p, b.msg[off:min(int64(len(b.msg)), b.failAt)])
+	if off+int64(n) >= b.failAt {
+		return n, errSpoolGone
+	}
+	return n, nil
+}
+
+var errSpoolGone = errors.New("spool file gone")
+
+// A block that cannot be read is an error, not a digest of part of it:
+// broken framing is the body's, a failed read the archive's.
+func TestDigestsOfAnUnreadableBlock(t *testing.T) {
+	for _, resp := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: 40\r\n\r\n" + strings.Repeat("x", 40),
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(strings.Repeat("x", 40), "", 10),
+	} {
+		for _, failAt := range []int64{10, int64(len(resp)) - 5} {
+			b := brokenBlock{msg: []byte(resp), failAt: failAt}
+			headEnd := int64(strings.Index(resp, "\r\n\r\n") + 4)
+			if _, _, err := digests(b, headEnd); err != errSpoolGone {
+				t.Errorf("%.40q failing at %d: err %v, want the read's", resp, failAt, err)
+			}
+		}
 	}
 }
