@@ -74,7 +74,7 @@ func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.AllowPrivate, "allow-private", o.AllowPrivate, "allow loopback, private and link-local addresses (local sites, tests)")
 	fs.DurationVar(&o.MaxDuration, "max-duration", o.MaxDuration, "stop cleanly after this long (0: no limit); exit code 3 if work is left")
 	fs.BoolVar(&o.RetryFailed, "retry-failed", o.RetryFailed, "put URLs recorded as failed back in the queue first")
-	fs.DurationVar(&o.RecrawlAfter, "recrawl-after", o.RecrawlAfter, "fetch again, conditionally and after new URLs, pages fetched longer ago than this (0: never; at least 1s)")
+	fs.DurationVar(&o.RecrawlAfter, "recrawl-after", o.RecrawlAfter, "fetch again, conditionally and after new URLs, pages fetched longer ago than this (0: never; at least 1s); with --warc a page not yet archived in full is fetched unconditionally")
 	fs.StringVar(&o.WARC.Dir, "warc", "", "write every fetch, as it crossed the wire, to WARC/1.1 files in this directory (created if missing)")
 	fs.Int64Var(&o.WARC.Size, "warc-size", o.WARC.Size, "bytes after which a WARC file is finished and the next begun")
 	fs.StringVar(&o.WARC.Prefix, "warc-prefix", o.WARC.Prefix, "WARC file names: PREFIX-TIMESTAMP-SERIAL-HOSTNAME.warc.gz")

@@ -42,9 +42,10 @@ func (e *Engine) openArchive() error {
 
 // archiveEntry encodes the exchange that ends a lease, for the commit that
 // stores its result: nil when there is no archive or nothing came back.
-// A 304 to a refresh is a revisit of the page it keeps. A robots.txt
-// lease's answers were archived as they came (archiveAside): one that
-// ends its URL as failed adds no record of the URL, which was never asked.
+// A 304 to a refresh is a revisit of the full response record that holds
+// the page it keeps (Result.Archived). A robots.txt lease's answers were
+// archived as they came (archiveAside): one that ends its URL as failed
+// adds no record of the URL, which was never asked.
 func (e *Engine) archiveEntry(x *exchange) *warc.Entry {
 	if e.archive == nil || x.resp == nil || x.robots {
 		return nil
@@ -53,10 +54,23 @@ func (e *Engine) archiveEntry(x *exchange) *warc.Entry {
 	if !ok {
 		return nil
 	}
-	if x.resp.Status == http.StatusNotModified && x.prior != nil {
-		ex.NotModified, ex.Previous = true, x.prior.FetchedAt
+	if x.resp.Status == http.StatusNotModified && x.prior != nil && !x.prior.Archived.Date.IsZero() {
+		ex.NotModified, ex.Original = true, x.prior.Archived
 	}
 	return e.encodeEntry(ex)
+}
+
+// archived notes in r where the archive holds its page after entry, the
+// records that end x's lease: the full response record a later 304 is a
+// revisit of. A 304 adds no page (r keeps the one its refresh kept, and
+// where it is); any other answer archived is the page now, whether a
+// response or a revisit of an identical payload. Without records (no
+// --warc, or none could be encoded) a new answer leaves r in no archive,
+// and its next refresh asks for the page in full (pageRequest).
+func archived(r *storage.Result, x *exchange, entry *warc.Entry) {
+	if entry != nil && x.resp.Status != http.StatusNotModified {
+		r.Archived = entry.Original
+	}
 }
 
 // archiveAside adds the records of a fetch that ends no lease of its own

@@ -1,11 +1,18 @@
 package crawl
 
 import (
+	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -129,6 +136,232 @@ func TestArchiveRobotsOnce(t *testing.T) {
 		if asked == 0 || rep.Responses[aURL("/robots.txt")] != asked || rep.Responses[aRootURL] != 0 {
 			t.Errorf("robots.txt asked %d times, archived %d times; the page archived %d times (never asked)",
 				asked, rep.Responses[aURL("/robots.txt")], rep.Responses[aRootURL])
+		}
+	})
+}
+
+// warcRecord is one record of an archive as archiveRecords read it.
+type warcRecord struct {
+	fields map[string]string // the last value of each, by lowercase name
+	block  []byte
+}
+
+func (r warcRecord) get(name string) string { return r.fields[strings.ToLower(name)] }
+
+// archiveRecords reads the fields of every record in the finished WARC
+// files of dir, in file order, with a parser of its own: gzip members,
+// each a version line, fields to the empty line, Content-Length bytes of
+// block.
+func archiveRecords(t *testing.T, dir string) []warcRecord {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no WARC files in %s: %v", dir, err)
+	}
+	slices.Sort(files) // their names begin with the time they were begun
+	var out []warcRecord
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		br := bufio.NewReader(zr)
+		for {
+			version, err := br.ReadString('\n')
+			if err == io.EOF && version == "" {
+				break
+			}
+			if version != "WARC/1.1\r\n" {
+				t.Fatalf("%s: record %d starts %q (%v)", name, len(out), version, err)
+			}
+			rec := warcRecord{fields: map[string]string{}}
+			for {
+				line, err := br.ReadString('\n')
+				if err != nil {
+					t.Fatalf("%s: fields cut short: %v", name, err)
+				}
+				if line == "\r\n" {
+					break
+				}
+				k, v, _ := strings.Cut(strings.TrimSuffix(line, "\r\n"), ":")
+				rec.fields[strings.ToLower(k)] = strings.TrimSpace(v)
+			}
+			n, err := strconv.Atoi(rec.get("Content-Length"))
+			if err != nil {
+				t.Fatalf("%s: Content-Length: %v", name, err)
+			}
+			rec.block = make([]byte, n)
+			if _, err := io.ReadFull(br, rec.block); err != nil {
+				t.Fatalf("%s: block cut short: %v", name, err)
+			}
+			if _, err := br.Discard(4); err != nil { // the two CRLFs after it
+				t.Fatalf("%s: record cut short: %v", name, err)
+			}
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// archivedRun crawls r's file once with --warc into dir (none if ""), and
+// the refresh rig's fetcher giving its answers wire bytes.
+func archivedRun(t *testing.T, r *refreshRig, dir string, dedupe bool) {
+	t.Helper()
+	opts := refreshOptions(aRootURL)
+	opts.WARC = WARCOptions{Dir: dir, Dedupe: dedupe}
+	opts.Fetcher, opts.Now, opts.Logger = wired{r}, time.Now, rigLogger(t)
+	e, err := New(opts, r.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.fake.refuse = e.circuitOpen
+	if _, err := e.Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// revisitsReferToResponses checks every revisit in recs against the
+// response records: it must name one by its WARC-Target-URI and its
+// WARC-Date exactly, as a reader matches them. It returns, by URL, the
+// responses' dates and what each revisit refers to ("URI DATE").
+func revisitsReferToResponses(t *testing.T, recs []warcRecord) (responses, refersTo map[string][]string) {
+	t.Helper()
+	responses, refersTo = map[string][]string{}, map[string][]string{}
+	full := map[string]bool{}
+	for _, rec := range recs {
+		if rec.get("WARC-Type") == "response" {
+			uri := rec.get("WARC-Target-URI")
+			responses[uri] = append(responses[uri], rec.get("WARC-Date"))
+			full[uri+" "+rec.get("WARC-Date")] = true
+		}
+	}
+	for _, rec := range recs {
+		if rec.get("WARC-Type") != "revisit" {
+			continue
+		}
+		ref := rec.get("WARC-Refers-To-Target-URI") + " " + rec.get("WARC-Refers-To-Date")
+		if !full[ref] {
+			t.Errorf("the revisit of %s at %s refers to %q, which is no response record", rec.get("WARC-Target-URI"),
+				rec.get("WARC-Date"), ref)
+		}
+		refersTo[rec.get("WARC-Target-URI")] = append(refersTo[rec.get("WARC-Target-URI")], ref)
+	}
+	return responses, refersTo
+}
+
+// A 304 is a revisit of the page's full response record, never of the
+// revisit the last 304 made: after two 304s both refer to the first
+// response, to its WARC-Date exactly (sub-second). A page whose payload
+// was a revisit of an identical one refers, on its 304s, to that one's
+// response.
+func TestNotModifiedRefersToTheFullResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := site{
+			aRootURL:      validated(`"root-1"`, "", "home", "/p/1", "/copy"),
+			aURL("/p/1"):  validated(`"one-1"`, "", "one", "/"),
+			aURL("/copy"): validated(`"one-1"`, "", "one", "/"), // the same payload as /p/1
+		}
+		r := newRefreshRig(t, s)
+		dir := filepath.Join(t.TempDir(), "warc")
+		time.Sleep(123456789 * time.Nanosecond) // dates with a fraction of a second
+		archivedRun(t, r, dir, true)
+		for range 2 {
+			time.Sleep(2*time.Hour + 10*time.Millisecond)
+			mark := r.mark()
+			archivedRun(t, r, dir, true)
+			for _, a := range r.since(mark) {
+				if a.URL != aURL("/robots.txt") && a.IfNoneMatch == "" {
+					t.Errorf("refresh of %s was unconditional: its first capture is archived", a.URL)
+				}
+			}
+		}
+		responses, refersTo := revisitsReferToResponses(t, archiveRecords(t, dir))
+		root := aRootURL + " " + strings.Join(responses[aRootURL], ",")
+		if len(responses[aRootURL]) != 1 || !strings.Contains(root, ".") ||
+			!slices.Equal(refersTo[aRootURL], []string{root, root}) {
+			t.Errorf("the root: responses %v, revisits refer to %v; want one response with a sub-second date, "+
+				"and both 304s referring to it", responses[aRootURL], refersTo[aRootURL])
+		}
+		// Of /p/1 and /copy one was archived in full, the other as a
+		// revisit of it; their 304s refer to that one response.
+		if n := len(responses[aURL("/p/1")]) + len(responses[aURL("/copy")]); n != 1 {
+			t.Fatalf("responses %v: want one of the identical payload", responses)
+		}
+		original := aURL("/p/1")
+		if len(responses[original]) == 0 {
+			original = aURL("/copy")
+		}
+		want := original + " " + responses[original][0]
+		for _, u := range []string{aURL("/p/1"), aURL("/copy")} {
+			revisits := 2 // its two 304s
+			if u != original {
+				revisits++ // and its first capture
+			}
+			if got := refersTo[u]; len(got) != revisits || slices.ContainsFunc(got, func(ref string) bool { return ref != want }) {
+				t.Errorf("%s: revisits refer to %v; want %d, each to %q", u, got, revisits, want)
+			}
+		}
+		if rep, err := warc.Check(dir); err != nil || !rep.OK() {
+			t.Fatalf("check: %v %+v", err, rep)
+		}
+	})
+}
+
+// A page first fetched without --warc is in no archive: its refresh with
+// --warc asks for it in full (no validators), and the archive gets a
+// response record; the next refresh is conditional again, and its 304
+// refers to that response.
+func TestRefreshOfAPageInNoArchiveIsUnconditional(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := site{
+			aRootURL:     validated(`"root-1"`, "", "home", "/p/1"),
+			aURL("/p/1"): validated("", time.Now().UTC().Format(http.TimeFormat), "one", "/"),
+		}
+		r := newRefreshRig(t, s)
+		dir := filepath.Join(t.TempDir(), "warc")
+		archivedRun(t, r, "", false)
+		time.Sleep(2 * time.Hour)
+		mark := r.mark()
+		archivedRun(t, r, dir, false)
+		for _, a := range r.since(mark) {
+			if a.IfNoneMatch != "" || a.IfModifiedSince != "" {
+				t.Errorf("the refresh of %s, in no archive, was conditional: %+v", a.URL, a)
+			}
+		}
+		for u, res := range r.results() {
+			if res.Status != 200 || res.Archived.URI != u || !res.Archived.Date.Equal(res.FetchedAt) {
+				t.Errorf("%s after a refresh in full: %+v; want 200, archived as fetched", u, res)
+			}
+		}
+		responses, refersTo := revisitsReferToResponses(t, archiveRecords(t, dir))
+		for _, u := range []string{aRootURL, aURL("/p/1")} {
+			if len(responses[u]) != 1 || len(refersTo[u]) != 0 {
+				t.Errorf("%s: responses %v, revisits %v; want one response", u, responses[u], refersTo[u])
+			}
+		}
+
+		time.Sleep(2 * time.Hour)
+		mark = r.mark()
+		archivedRun(t, r, dir, false)
+		if got := pagesAsked(r.since(mark)); len(got) != 2 {
+			t.Fatalf("third run asked %v, want both pages", got)
+		}
+		for _, a := range r.since(mark) {
+			if !strings.HasSuffix(a.URL, "/robots.txt") && a.IfNoneMatch == "" && a.IfModifiedSince == "" {
+				t.Errorf("the refresh of %s, archived in full since, was unconditional", a.URL)
+			}
+		}
+		responses, refersTo = revisitsReferToResponses(t, archiveRecords(t, dir))
+		for _, u := range []string{aRootURL, aURL("/p/1")} {
+			want := []string{u + " " + strings.Join(responses[u], ",")}
+			if len(responses[u]) != 1 || !slices.Equal(refersTo[u], want) {
+				t.Errorf("%s: responses %v, revisits refer to %v; want one response and a 304 referring to it",
+					u, responses[u], refersTo[u])
+			}
 		}
 	})
 }

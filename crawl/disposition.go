@@ -172,6 +172,7 @@ func (e *Engine) settle(x *exchange, d disposition) {
 		var records any // the page is done in the commit that archives it
 		if entry := e.archiveEntry(x); entry != nil {
 			records = entry
+			archived(r, x, entry)
 		}
 		err = e.front.CompleteWith(l, r, d.found, records)
 	case giveUpHost:

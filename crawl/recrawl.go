@@ -8,7 +8,8 @@ package crawl
 // queue holds none of the host's new URLs (see storage/recrawl.go). A
 // refresh is then an ordinary lease down the request path, robots.txt,
 // breaker and politeness included; it differs in two places only. Its
-// request is conditional on the stored page's validators (pageRequest),
+// request is conditional on the stored page's validators (pageRequest;
+// with --warc, only when the archive holds the page in full),
 // and record ends it by what the answer says about the stored page
 // (refreshed): a 304 keeps the page, with the time of the check; a 404 or
 // 410 records it gone. A changed page (200) is recorded like any page:
@@ -100,7 +101,10 @@ func (e *Engine) endPass(now time.Time) {
 // pageRequest is the request for x's page (a sitemap's too), without the
 // user's credentials when its host is not to get them (withoutSecrets). A
 // refresh (an item replacing a stored page) asks only if the page changed
-// since, with the page's validators; x.prior keeps the page for record.
+// since, with the page's validators; x.prior keeps the page for record. With --warc, a page the
+// archive holds no full record of (fetched without --warc, or its records
+// never written) is asked for unconditionally: a 304 would be a revisit
+// of nothing, and the archive gets the page in full instead.
 func (e *Engine) pageRequest(x *exchange) fetch.Request {
 	it := x.lease.Item
 	req := fetch.Request{URL: it.URL, WithoutSecrets: e.withoutSecrets(it.Host)}
@@ -116,6 +120,9 @@ func (e *Engine) pageRequest(x *exchange) fetch.Request {
 		return req
 	}
 	x.prior = prior
+	if e.archive != nil && prior.Archived.Date.IsZero() {
+		return req
+	}
 	h := http.Header{}
 	if prior.ETag != "" {
 		h.Set("If-None-Match", prior.ETag)

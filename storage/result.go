@@ -50,6 +50,17 @@ type Result struct {
 	// result, not in its encoding); "" and 0 otherwise.
 	WARCFile   string `json:"warc_file,omitempty"`
 	WARCOffset int64  `json:"warc_offset,omitempty"`
+
+	// Archived is the full response record of the crawl's archive (--warc)
+	// that holds the page: its WARC-Target-URI and WARC-Date, to the
+	// nanosecond. It is the page's own last response record, or the one
+	// its identical-payload revisit refers to; a 304 keeps it, and its
+	// revisit refers to it, so a revisit never refers to a revisit. Zero
+	// when no archive holds the page (fetched without --warc, or its
+	// records could not be written): a refresh with --warc then asks for
+	// the page unconditionally. Not exported: it is the archive's, and
+	// the WARC files say the same.
+	Archived Capture `json:"-"`
 }
 
 // Failed reports whether the result records a failure rather than a page.
@@ -126,12 +137,14 @@ const (
 	bodyRawSHA256   // SHA256 is 64 lowercase hex digits, stored as 32 bytes
 	bodyValidators  // ETag and LastModified follow Error (records before them lack both)
 	bodyOrigin      // Referrer, Location and Lastmod follow (records before them lack all three)
+	bodyArchived    // Archived follows: its date, and its URI, "" when it is URL (records before it lack both)
 )
 
 // appendResultBody appends r's fields: a flags byte, then strings as a
-// uvarint length and bytes, integers as zigzag varints, FetchedAt as Unix
-// nanoseconds. A result without validators is encoded exactly as before
-// they were stored.
+// uvarint length and bytes, integers as zigzag varints, FetchedAt (and
+// Archived's date) as Unix nanoseconds. A result without validators is
+// encoded exactly as before they were stored, one in no archive as before
+// Archived was.
 func appendResultBody(out []byte, r *Result) []byte {
 	var flags byte
 	if r.FinalURL == r.URL {
@@ -152,6 +165,9 @@ func appendResultBody(out []byte, r *Result) []byte {
 	}
 	if r.Referrer != "" || r.Location != "" || r.Lastmod != "" {
 		flags |= bodyOrigin
+	}
+	if !r.Archived.Date.IsZero() {
+		flags |= bodyArchived
 	}
 	out = append(out, flags)
 	out = appendString(out, r.URL)
@@ -185,6 +201,14 @@ func appendResultBody(out []byte, r *Result) []byte {
 		out = appendString(out, r.Referrer)
 		out = appendString(out, r.Location)
 		out = appendString(out, r.Lastmod)
+	}
+	if flags&bodyArchived != 0 {
+		out = binary.AppendVarint(out, r.Archived.Date.UnixNano())
+		uri := r.Archived.URI
+		if uri == r.URL {
+			uri = ""
+		}
+		out = appendString(out, uri)
 	}
 	return out
 }
@@ -337,7 +361,13 @@ func decodeResultBody(body []byte) (Result, error) {
 		r.Location = d.string()
 		r.Lastmod = d.string()
 	}
-	if d.bad || len(d.b) != 0 || f >= bodyOrigin<<1 {
+	if f&bodyArchived != 0 {
+		r.Archived.Date = time.Unix(0, d.varint()).UTC()
+		if r.Archived.URI = d.string(); r.Archived.URI == "" {
+			r.Archived.URI = r.URL
+		}
+	}
+	if d.bad || len(d.b) != 0 || f >= bodyArchived<<1 {
 		return Result{}, errBadResult
 	}
 	return r, nil

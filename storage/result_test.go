@@ -12,6 +12,8 @@ import (
 	"pgregory.net/rapid"
 )
 
+func nonZero(n int64) bool { return n != 0 }
+
 func drawResult(t *rapid.T) Result {
 	str := func(label string) string { return rapid.String().Draw(t, label) }
 	r := Result{
@@ -42,6 +44,13 @@ func drawResult(t *rapid.T) Result {
 	if rapid.Bool().Draw(t, "fetched") {
 		r.FetchedAt = time.Unix(0, rapid.Int64().Draw(t, "fetched_at"))
 	}
+	switch rapid.IntRange(0, 2).Draw(t, "archived") {
+	case 1: // the page's own record
+		r.Archived = Capture{URI: r.URL, Date: time.Unix(0, rapid.Int64().Filter(nonZero).Draw(t, "archived_at"))}
+	case 2: // the record of an identical payload at another URL
+		r.Archived = Capture{URI: rapid.StringN(1, -1, -1).Draw(t, "archived_uri"),
+			Date: time.Unix(0, rapid.Int64().Filter(nonZero).Draw(t, "archived_at"))}
+	}
 	switch rapid.IntRange(0, 2).Draw(t, "sha_form") {
 	case 0: // the crawler's own form: 64 lowercase hex digits
 		r.SHA256 = rapid.StringMatching(`[0-9a-f]{64}`).Draw(t, "sha256")
@@ -71,7 +80,12 @@ func TestResultRecordRoundTrip(t *testing.T) {
 		if !got.FetchedAt.Equal(r.FetchedAt) || got.FetchedAt.IsZero() != r.FetchedAt.IsZero() {
 			t.Fatalf("fetched_at %v, want %v", got.FetchedAt, r.FetchedAt)
 		}
+		if !got.Archived.Date.Equal(r.Archived.Date) || got.Archived.Date.IsZero() != r.Archived.Date.IsZero() ||
+			got.Archived.URI != r.Archived.URI {
+			t.Fatalf("archived %+v, want %+v", got.Archived, r.Archived)
+		}
 		got.FetchedAt, r.FetchedAt = time.Time{}, time.Time{}
+		got.Archived, r.Archived = Capture{}, Capture{}
 		if got != r {
 			t.Fatalf("decoded\n%+v\nwant\n%+v", got, r)
 		}
@@ -131,6 +145,8 @@ func FuzzDecodeResult(f *testing.F) {
 	r.ErrorClass, r.Error, r.FinalURL = "transient", "timeout", "http://b.test/"
 	f.Add([]byte(EncodeResult(Item{}, &r)))
 	r.ETag, r.LastModified = `"v2"`, "Tue, 01 Dec 2026 10:00:00 GMT"
+	f.Add([]byte(EncodeResult(Item{}, &r)))
+	r.Archived = Capture{URI: "http://c.test/", Date: time.Unix(1, 5)}
 	f.Add([]byte(EncodeResult(Item{}, &r)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, got, err := decodeResult(data)

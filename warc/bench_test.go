@@ -1,6 +1,8 @@
 package warc
 
 import (
+	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +45,53 @@ func BenchmarkCleanRequest(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				cleanRequest(raw, true)
+			}
+		})
+	}
+}
+
+// chunkedPage is body framed as chunks of at most size bytes, with an
+// extension on the first, as a server streaming its page writes it.
+func chunkedPage(body string, size int) string {
+	var b strings.Builder
+	b.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n")
+	for i := 0; i < len(body); i += size {
+		part := body[i:min(i+size, len(body))]
+		fmt.Fprintf(&b, "%x", len(part))
+		if i == 0 {
+			b.WriteString(";name=value")
+		}
+		b.WriteString("\r\n" + part + "\r\n")
+	}
+	b.WriteString("0\r\n\r\n")
+	return b.String()
+}
+
+// BenchmarkDigests is the digests' part of that cost, per response: a 3 KB
+// page with a Content-Length, the same page in 512-byte chunks, and a
+// 1 MiB page in 16 KiB chunks.
+func BenchmarkDigests(b *testing.B) {
+	page := strings.Repeat("<p>some text of a page, with <a href=\"/p/1\">links</a></p>\n", 55)
+	large := strings.Repeat(page, 1<<20/len(page))
+	cases := []struct{ name, msg string }{
+		{"length", fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s", len(page), page)},
+		{"chunked", chunkedPage(page, 512)},
+		{"length-1MiB", fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s", len(large), large)},
+		{"chunked-1MiB", chunkedPage(large, 16<<10)},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			msg := bytes.NewReader([]byte(c.msg))
+			headEnd, err := httpHeaderEnd(msg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(msg.Size())
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := digests(msg, headEnd); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}

@@ -2,7 +2,11 @@ package warc
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
+	"crypto/sha1"
+	"encoding/base32"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -46,8 +50,9 @@ var checkOptions = []gowarc.WarcRecordOption{
 var checking sync.Mutex
 
 // Check reads every WARC file in dir: each record parsed, its block and
-// payload digests recomputed, and every request paired with its response
-// (or revisit) through WARC-Concurrent-To.
+// payload digests recomputed (a response's payload de-chunked, as the
+// writer digests it: see payload.go), and every request paired with its
+// response (or revisit) through WARC-Concurrent-To.
 func Check(dir string) (*Report, error) {
 	// gowarc's readers write a global of the uuid package as they are made:
 	// two Checks at once (verify beside a test's own check) would race.
@@ -111,6 +116,14 @@ func (rep *Report) checkFile(path string) error {
 			findings = append(findings, err)
 		} else {
 			findings = append(findings, v...)
+		}
+		if ours, ok := checkPayload(wr); ok {
+			// gowarc's payload digest covers the body as it is in the
+			// block, chunk framing included: ours replaces its verdict.
+			findings = slices.DeleteFunc(findings, isPayloadDigestFinding)
+			if ours != nil {
+				findings = append(findings, ours)
+			}
 		}
 		for _, f := range findings {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("%s (%s %s): %v", where, wr.Type(),
@@ -184,4 +197,70 @@ func checkGzip(path string) error {
 		return fmt.Errorf("gzip members do not check out: %w", err)
 	}
 	return nil
+}
+
+// isPayloadDigestFinding reports whether err is gowarc's finding that a
+// payload digest does not match.
+func isPayloadDigestFinding(err error) bool {
+	var de *gowarc.DigestError
+	return errors.As(err, &de) && strings.HasPrefix(err.Error(), "payload:")
+}
+
+// checkPayload recomputes the payload digest of a response record as the
+// writer computes it (payload.go): over the body de-chunked, still
+// content-encoded. ok is false when it cannot (not an HTTP response, no
+// payload digest, or a digest other than sha1), and gowarc's verdict
+// stands; otherwise problem is what is wrong, nil if nothing. A digest
+// over the body with its chunk framing, as the writer once wrote it and
+// gowarc computes it, is named as such.
+func checkPayload(wr gowarc.WarcRecord) (problem error, ok bool) {
+	recorded := wr.WarcHeader().Get(gowarc.WarcPayloadDigest)
+	if wr.Type() != gowarc.Response || recorded == "" {
+		return nil, false
+	}
+	block, isHTTP := wr.Block().(gowarc.HttpResponseBlock)
+	algorithm, _, _ := strings.Cut(recorded, ":")
+	if !isHTTP || !strings.EqualFold(algorithm, "sha1") {
+		return nil, false
+	}
+	raw, err := block.RawBytes()
+	if err != nil {
+		return fmt.Errorf("payload: read the block again: %w", err), true
+	}
+	h := sha1.New()
+	chunked, err := payloadOf(h, raw)
+	if err != nil {
+		return fmt.Errorf("payload: read the block again: %w", err), true
+	}
+	sum := h.Sum(nil)
+	if digestIs(recorded, sum) {
+		return nil, true
+	}
+	ours := digestText(h)
+	if chunked {
+		framed, err := block.PayloadBytes() // the body as the block has it
+		if err == nil {
+			fh := sha1.New()
+			if _, err := io.Copy(fh, framed); err == nil && digestIs(recorded, fh.Sum(nil)) {
+				return fmt.Errorf("payload digest %s covers the chunk framing (the transfer coding), "+
+					"not the body: the de-chunked body's is %s", recorded, ours), true
+			}
+		}
+		return fmt.Errorf("payload digest %s does not match the de-chunked body's %s", recorded, ours), true
+	}
+	return fmt.Errorf("payload digest %s does not match the body's %s", recorded, ours), true
+}
+
+// digestIs reports whether a digest field ("sha1:" and the sum in base32,
+// as the writer has it, or in hex) holds sum.
+func digestIs(field string, sum []byte) bool {
+	_, value, _ := strings.Cut(field, ":")
+	value = strings.TrimSpace(value)
+	if len(value) == 2*len(sum) {
+		if b, err := hex.DecodeString(value); err == nil {
+			return bytes.Equal(b, sum)
+		}
+	}
+	b, err := base32.StdEncoding.DecodeString(strings.ToUpper(value))
+	return err == nil && bytes.Equal(b, sum)
 }

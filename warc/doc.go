@@ -4,13 +4,16 @@
 // Every fetch is a request record and a response record that name each
 // other (WARC-Concurrent-To), with the bytes as they crossed the wire
 // (fetch.Wire) and sha1 block and payload digests in base32, as wget and
-// Heritrix write them. The records' fields are gowarc's (WarcFields, its
+// Heritrix write them: the block's over those bytes, the payload's over
+// the body de-chunked, content coding kept (payload.go). The records' fields are gowarc's (WarcFields, its
 // field names and profiles), and gowarc reads them back in Check; they are
 // laid out here rather than by gowarc's record builder, which buffers,
 // reparses and validates every block and was most of the archive's cost
 // (see BENCHMARKS.md). A payload archived before in the crawl is written
 // as an identical-payload-digest revisit of its first capture, and a
-// refresh's 304 as a server-not-modified revisit.
+// refresh's 304 as a server-not-modified revisit of the page's last full
+// response (Exchange.Original); a revisit names its original by the
+// original's own WARC-Target-URI and WARC-Date, exactly.
 //
 // A request record is the request to the origin, not to a proxy: Encode
 // puts the request line in origin-form and leaves out Proxy-Authorization

@@ -32,9 +32,11 @@ type Exchange struct {
 	// record cap, or a failure partway): WARC-Truncated says so.
 	Truncated bool
 	// NotModified marks a 304 answer to a refresh: it is written as a
-	// server-not-modified revisit of the capture of Previous.
+	// server-not-modified revisit of Original, the full response record
+	// that holds the page (see Entry.Original); without one it is written
+	// as a response.
 	NotModified bool
-	Previous    time.Time
+	Original    storage.Capture
 }
 
 // Block is the bytes of a record's block, read as many times as encoding
@@ -56,6 +58,14 @@ type Entry struct {
 	// Revisit is set when data holds a revisit (of a payload archived
 	// before, or for a 304).
 	Revisit bool
+	// Original is the response record that holds the payload: the entry's
+	// own, or the one its revisit refers to (never a revisit), by its
+	// WARC-Target-URI and WARC-Date. A 304 to a refresh of the page is a
+	// revisit of it (Exchange.Original). A revisit of a capture still on
+	// its way may be written in full instead (see BeforeCommit); Original
+	// is then the capture it would have referred to, which the archive
+	// gets all the same unless its own commit fails.
+	Original storage.Capture
 	// of is the capture a revisit refers to when it was not yet written at
 	// encoding time; fallback then holds the full records, written instead
 	// if that capture is still not in the file (see BeforeCommit).
@@ -155,10 +165,11 @@ func encode(ex Exchange, first firstCapture, spoolDir string) (*Entry, error) {
 	entry := &Entry{}
 	var revisitRef *storage.Capture
 	profile := ""
+	entry.Original = storage.Capture{URI: ex.URI, Date: date}
 	switch {
-	case ex.NotModified:
+	case ex.NotModified && !ex.Original.Date.IsZero():
 		profile = gowarc.ProfileServerNotModifiedV1_1
-		revisitRef = &storage.Capture{URI: ex.URI, Date: ex.Previous}
+		revisitRef = &ex.Original
 	case first != nil && !ex.Truncated:
 		known, pending, claimed, err := first(payloadDigest, storage.Capture{URI: ex.URI, Date: date})
 		if err != nil {
@@ -171,6 +182,9 @@ func encode(ex Exchange, first firstCapture, spoolDir string) (*Entry, error) {
 		if known != nil {
 			profile, revisitRef = gowarc.ProfileIdenticalPayloadDigestV1_1, known
 		}
+	}
+	if revisitRef != nil {
+		entry.Original = *revisitRef
 	}
 	response := func(buf io.Writer) error {
 		f := common(gowarc.Response, respID, contentTypeResponse)
@@ -198,7 +212,9 @@ func encode(ex Exchange, first firstCapture, spoolDir string) (*Entry, error) {
 		f.Add(gowarc.WarcProfile, profile)
 		f.Add(gowarc.WarcRefersToTargetURI, revisitRef.URI)
 		if !revisitRef.Date.IsZero() {
-			f.Add(gowarc.WarcRefersToDate, revisitRef.Date.UTC().Format(time.RFC3339))
+			// As the original's WARC-Date was written, to the nanosecond
+			// (stored as Unix nanoseconds): a reader matches it exactly.
+			f.Add(gowarc.WarcRefersToDate, warcDate(revisitRef.Date))
 		}
 		if !ex.NotModified {
 			f.Add(gowarc.WarcPayloadDigest, payloadDigest)
@@ -256,18 +272,9 @@ func ignoreEOF(err error) error {
 	return err
 }
 
-// digests reads msg once for the digests of the whole block and of its
-// payload, the part from headEnd on.
-func digests(msg Block, headEnd int64) (block, payload string, err error) {
-	bh, ph := sha1.New(), sha1.New()
-	if _, err := io.Copy(bh, io.NewSectionReader(msg, 0, headEnd)); err != nil {
-		return "", "", err
-	}
-	if _, err := io.Copy(io.MultiWriter(bh, ph), io.NewSectionReader(msg, headEnd, msg.Size()-headEnd)); err != nil {
-		return "", "", err
-	}
-	return digestText(bh), digestText(ph), nil
-}
+// warcDate is t as a record's WARC-Date is written (see encode's common)
+// and so as a revisit's WARC-Refers-To-Date must be: UTC, as precise as t.
+func warcDate(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // digestText is a digest as WARC fields carry it: sha1, base32, as wget
 // and Heritrix write it.
