@@ -162,7 +162,9 @@ a later run uses them unless it gives the flag again, which changes them from th
 
 Exit codes:
   0  the frontier is exhausted: nothing left to fetch
-  1  an error
+  1  an error, named with its cause: e.g. the database or the --warc directory cannot be
+     written (full, read-only) or the archive keeps failing; no page is left done without
+     its records, so once the cause is fixed the same command resumes
   2  bad usage (bad flag, seed, header or file; every seed refused by the address guard)
   3  stopped with work left: run again to resume
   4  finished but failed: every seed failed or was blocked by robots.txt, nothing fetched, or above --fail-ratio
@@ -395,6 +397,10 @@ func runEngine(ctx context.Context, db crawl.Store, dbPath string, opts crawl.Op
 		map[bool]string{true: "finished", false: "stopped"}[sum.Exhausted], sum.Duration.Round(1e6),
 		sum.Fetched, sum.Failed, sum.Counts.Fetched, sum.Counts.Failed, sum.Counts.Queued, sum.Counts.Deferred,
 		sum.HeldWork, sum.Why)
+	if sum.ArchiveRetries > 0 {
+		fmt.Fprintf(stdout, "archive: %d times a page's records could not be made; each was put back and fetched again (see the log)\n",
+			sum.ArchiveRetries)
+	}
 	return verdict
 }
 
@@ -516,7 +522,8 @@ func logSummary(log *slog.Logger, db crawl.Store, engine *crawl.Engine, sum craw
 	attrs := []any{"exit", exit, "exhausted", sum.Exhausted, "why", sum.Why,
 		"fetched", sum.Fetched, "failed", sum.Failed, "wall_s", sum.Duration.Seconds(),
 		"total_fetched", sum.Counts.Fetched, "total_failed", sum.Counts.Failed,
-		"queued", sum.Counts.Queued, "deferred", sum.Counts.Deferred, "held", sum.HeldWork}
+		"queued", sum.Counts.Queued, "deferred", sum.Counts.Deferred, "held", sum.HeldWork,
+		"archive_retries", sum.ArchiveRetries}
 	if t, err := db.Tallies(); err == nil {
 		attrs = append(attrs, "failed_by_class", t.Failed)
 	}

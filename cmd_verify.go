@@ -191,8 +191,12 @@ func readArchive(db *storage.DB, dir string, opts *storage.VerifyOptions) ([]str
 	// failed create between the two leaves a name with nothing accounted
 	// for in it, which the next run starts afresh.
 	if ok && state.File != "" && state.Committed > 0 && !fileExists(filepath.Join(dir, state.File)) && !fileExists(filepath.Join(dir, state.File+".open")) {
+		where := "is --warc the crawl's directory?"
+		if abs, _ := filepath.Abs(dir); state.Dir != "" && filepath.Clean(state.Dir) != abs {
+			where = "it was begun in " + state.Dir
+		}
 		problems = append(problems, fmt.Sprintf("archive: the database names %s as its last WARC file, and %s holds no such file "+
-			"(is --warc the crawl's directory?)", state.File, dir))
+			"(%s)", state.File, dir, where))
 	}
 	if ok && rep.Files == 0 && len(rep.Unfinished) == 0 {
 		problems = append(problems, fmt.Sprintf("archive: %s holds no WARC files", dir))

@@ -322,3 +322,118 @@ func TestWARCDirectoryMadeReadOnlyMidCrawl(t *testing.T) {
 }
 
 func slicesClone(s []string) []string { return append([]string(nil), s...) }
+
+// moveContents moves every file of dir into to, created if missing: a
+// user moving an archive to a bigger disk.
+func moveContents(t *testing.T, dir, to string) {
+	t.Helper()
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range dirNames(dir) {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// withWARC is args with --warc's value replaced by dir.
+func withWARC(args []string, dir string) []string {
+	out := slicesClone(args)
+	for i := range out {
+		if out[i] == "--warc" {
+			out[i+1] = dir
+		}
+	}
+	return out
+}
+
+// TestDiskFullWARCMovedToABiggerDisk fills a crawl's WARC disk (a 4 MiB
+// tmpfs with 512 KiB left) with pages big enough that the fetcher and the
+// encoder spool them to files there too (640 KiB, past the spool's 256
+// KiB in memory): whichever write fails first, the crawl stops with exit
+// 1 naming the directory and the cause, and no page is done without its
+// records. The user moves the directory's files to a bigger disk and
+// resumes with --warc NEWDIR: the crawl completes, verify --warc NEWDIR
+// clean, every page in it once, and no warning of a file gone missing.
+func TestDiskFullWARCMovedToABiggerDisk(t *testing.T) {
+	t.Parallel() // each has its own disk and site
+	disk := mountTmpfs(t, "4m")
+	bin := buildBinary(t)
+	site := startCrashSite(t, 2, 10, 1, 30, 9)
+	site.bulky = append(site.bulky, startBulky(t, 4, 640<<10, 99))
+	db, warcDir := filepath.Join(t.TempDir(), "crawl.db"), filepath.Join(disk, "warc")
+	args := crashArgs(db, site, "--warc", warcDir, "--warc-size", "1048576")
+	fillUp(t, disk, 512<<10)
+	failedWrite(t, bin, args, warcDir, "no space left on device")
+	verifyClean(t, db, warcDir)
+
+	bigger := filepath.Join(t.TempDir(), "warc")
+	moveContents(t, warcDir, bigger)
+	p := startProc(t, bin, withWARC(args, bigger)...)
+	if o := p.wait(t, 60*time.Second); !finished(o, p) {
+		t.Fatalf("resume with --warc %s: %+v\n%s", bigger, o, p.output())
+	}
+	t.Logf("resume took %s", time.Since(p.started))
+	if strings.Contains(p.stderr.String(), "not in the --warc directory") {
+		t.Errorf("the resume warned of a WARC file gone missing:\n%s", p.stderr.String())
+	}
+	rep := verifyClean(t, db, bigger)
+	want := map[string]int{}
+	for u, r := range checkSiteDone(t, db, site) {
+		if archived(r) {
+			want[u] = 1
+		}
+	}
+	archivedOnce(t, rep, want)
+}
+
+// TestWARCMovedAfterACrash kills a crawl while it writes a WARC file,
+// moves the directory's files elsewhere and resumes with --warc NEWDIR:
+// the run finds the unfinished file the database names there, finishes
+// it (cut back to what the database accounts for) and completes, verify
+// --warc NEWDIR clean, every page in it once.
+func TestWARCMovedAfterACrash(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	site := startCrashSite(t, 2, 10, 1, 30, 10)
+	db, warcDir := filepath.Join(t.TempDir(), "crawl.db"), filepath.Join(t.TempDir(), "warc")
+	args := crashArgs(db, site, "--warc", warcDir, "--warc-size", "1048576")
+	p := startProc(t, bin, args...)
+	waitFor(t, 20*time.Second, "records in the first WARC file", func() bool {
+		info, err := os.Stat(filepath.Join(warcDir, openWARC(warcDir)))
+		return openWARC(warcDir) != "" && err == nil && info.Size() > 256<<10
+	})
+	p.cmd.Process.Kill()
+	if o := p.wait(t, 10*time.Second); o.signal != syscall.SIGKILL {
+		t.Fatalf("first run: %+v, want it killed\n%s", o, p.output())
+	}
+	open := openWARC(warcDir)
+	if open == "" {
+		t.Fatal("the killed run left no unfinished WARC file")
+	}
+	bigger := filepath.Join(t.TempDir(), "warc")
+	moveContents(t, warcDir, bigger)
+	p = startProc(t, bin, withWARC(args, bigger)...)
+	if o := p.wait(t, 60*time.Second); !finished(o, p) {
+		t.Fatalf("resume with --warc %s: %+v\n%s", bigger, o, p.output())
+	}
+	if _, err := os.Stat(filepath.Join(bigger, strings.TrimSuffix(open, ".open"))); err != nil {
+		t.Errorf("the unfinished file was not finished in the new directory: %v", err)
+	}
+	rep := verifyClean(t, db, bigger)
+	want := map[string]int{}
+	for u, r := range checkSiteDone(t, db, site) {
+		if archived(r) {
+			want[u] = 1
+		}
+	}
+	archivedOnce(t, rep, want)
+}

@@ -10,6 +10,7 @@ import (
 	"breakwater/frontier"
 	"breakwater/robots"
 	"breakwater/storage"
+	"breakwater/warc"
 )
 
 // exchange is one lease on its way down the request path: what the stages
@@ -36,6 +37,9 @@ type exchange struct {
 	rules *robots.Rules   // robots.txt lease: the rules obtained, if any
 	// robotsErr is why a robots.txt lease obtained no rules.
 	robotsErr error
+	// asideErr is why the records of a robots.txt answer could not be
+	// made (archiveAside), if that happened: see archived.
+	asideErr error
 	// scanned is set once the page's answer was read for its title and
 	// links (scanPage), and scanErr says why that read failed, if it did.
 	scanned bool
@@ -83,9 +87,12 @@ type disposition struct {
 	ending ending
 	until  time.Time       // parkHost, deferURL
 	item   storage.Item    // deferURL
-	reason string          // deferURL: why, for the metrics (a retry's backoff, the host's retry budget)
+	reason string          // deferURL: why, for the metrics (a retry's backoff, the host's retry budget, the archive)
 	result *storage.Result // complete
 	found  []storage.Item  // complete
+	// records are the answer's, for the commit that stores result
+	// (complete, with --warc; see archived).
+	records *warc.Entry
 	// hostWait, if set, also parks the host until then (a 503's Retry-After).
 	hostWait time.Time
 }
@@ -118,6 +125,9 @@ func failed(r *storage.Result) disposition { return disposition{ending: complete
 const (
 	deferRetry  = "retry-backoff"
 	deferBudget = "retry-budget"
+	// deferArchive: the page's records could not be made (archive.go);
+	// its attempts are as they were.
+	deferArchive = "archive-failed"
 )
 
 func deferred(it storage.Item, until time.Time, reason string) disposition {
@@ -162,6 +172,9 @@ func (e *Engine) settle(x *exchange, d disposition) {
 		e.front.Release(l)
 	case deferURL:
 		e.opts.Metrics.Deferred(d.reason)
+		if d.reason == deferArchive {
+			e.archiveRetries.Add(1)
+		}
 		err = e.front.Defer(l, d.item, d.until)
 	case complete:
 		r := d.result
@@ -170,9 +183,9 @@ func (e *Engine) settle(x *exchange, d disposition) {
 		}
 		e.countResult(l.Item, r)
 		var records any // the page is done in the commit that archives it
-		if entry := e.archiveEntry(x); entry != nil {
-			records = entry
-			archived(r, x, entry)
+		if d.records != nil {
+			records = d.records
+			noteArchived(r, x, d.records)
 		}
 		err = e.front.CompleteWith(l, r, d.found, records)
 	case giveUpHost:

@@ -9,6 +9,7 @@
 //	request     (the page, or robots.txt: fetch.Fetcher)         path.go, robotstxt.go
 //	classify    (ok, transient, permanent, throttled, refused)   classify.go
 //	record      (breaker outcome; result, retry or requeue)      record.go
+//	archived    (--warc: a result's records, or a retry)         archive.go
 //
 // Every stage that ends the path returns a disposition (give the URL back,
 // park the host until T, hold it for a person, defer the URL until T,

@@ -62,6 +62,16 @@ type Engine struct {
 	// sitemaps: they are neither.
 	skipped  atomic.Int64
 	runStart time.Time // when New made the engine (Run follows at once), for Progress
+	// archiveFaults and archiveRetries: the pages whose records could not
+	// be made, and how often a page was deferred for it (archive.go).
+	archiveFaults  archiveFaults
+	archiveRetries atomic.Int64
+	// halted is closed by halt, which stops the run for a fault that
+	// retrying cannot mend (the archive's); haltErr is the first such,
+	// which Run returns.
+	halted   chan struct{}
+	haltOnce sync.Once
+	haltErr  error
 }
 
 // Summary is how a run ended.
@@ -81,7 +91,10 @@ type Summary struct {
 	// whose every seed is blocked did nothing the user asked for.
 	SeedsBlocked int64
 	HeldWork     int // URLs of paused hosts or hosts with an open case
-	Duration     time.Duration
+	// ArchiveRetries counts the times this run deferred a page, to be
+	// fetched again, because its records could not be made for the archive.
+	ArchiveRetries int64
+	Duration       time.Duration
 	// Why says in a few words why the run ended.
 	Why string
 }
@@ -126,7 +139,7 @@ func New(opts Options, db Store) (*Engine, error) {
 	}
 	e := &Engine{opts: opts, db: db, file: file, token: robots.ProductToken(opts.UserAgent), log: opts.Logger,
 		hosts: newHostTable(opts.Delay), pages: map[storage.Hash]bool{}, hostPages: newHostPages(opts.MaxPagesPerHost),
-		runStart: opts.Now()}
+		runStart: opts.Now(), halted: make(chan struct{})}
 	e.budget = NewRetryBudget(opts.RetryBudget, time.Minute, 3)
 	e.guard = newFaultGuard(opts.LocalFault)
 	e.breakers = breaker.NewRegistry(opts.breakerConfig(), e.onTransition)
@@ -240,6 +253,10 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 			// would only delay the exit that reports the failure.
 			stop()
 			cancelFetches()
+		case <-e.halted:
+			// Nothing more can be archived: the same.
+			stop()
+			cancelFetches()
 		}
 	}()
 
@@ -257,7 +274,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 		// URLs failed when their host was given up on have no lease: the
 		// file's count tells them (it can also fall, as --retry-failed and
 		// refreshes replace results).
-		Fetched: e.fetched.Load(), Failed: e.failed.Load()}
+		Fetched: e.fetched.Load(), Failed: e.failed.Load(), ArchiveRetries: e.archiveRetries.Load()}
 	if e.file != nil {
 		// Only one process writes the file: its count is this run's.
 		sum.Failed = max(sum.Failed, counts.Failed-before.Failed-e.skipped.Load())
@@ -270,7 +287,26 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 		sum.Exhausted = false
 	}
 	sum.Why = e.why(ctx, sum)
-	return sum, errors.Join(closeErr, cerr)
+	return sum, errors.Join(e.haltError(), closeErr, cerr)
+}
+
+// halt stops the run with err: Run ends as for a failed commit, and
+// returns it.
+func (e *Engine) halt(err error) {
+	e.haltOnce.Do(func() {
+		e.haltErr = err
+		close(e.halted)
+	})
+}
+
+// haltError is the error halt was given, if it was called.
+func (e *Engine) haltError() error {
+	select {
+	case <-e.halted:
+		return e.haltErr
+	default:
+		return nil
+	}
 }
 
 // why names the reason a run ended, for its last line.

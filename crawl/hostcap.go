@@ -103,13 +103,14 @@ func (e *Engine) claimHostPage(x *exchange) (pageClaim, disposition, bool) {
 // request was an attempt (its result is stored, or its retry scheduled)
 // counts for good, and the count is written with the next commit. Any
 // other claim is given back: the URL returns to the queue unattempted (a
-// 429, a local fault, our own stop) and claims again when it is next
+// 429, a local fault, our own stop, the archive's failure) and claims again when it is next
 // leased, so it is counted once.
 func (e *Engine) endClaim(x *exchange, claim pageClaim, d disposition) {
 	if !claim.held {
 		return
 	}
-	counts := x.requested && (d.ending == complete || d.ending == deferURL)
+	// A URL deferred for the archive's sake comes back unattempted.
+	counts := x.requested && (d.ending == complete || d.ending == deferURL && d.reason != deferArchive)
 	p := e.hostPages
 	p.mu.Lock()
 	c := p.hosts[claim.host]

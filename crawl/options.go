@@ -190,6 +190,11 @@ type Options struct {
 	// up on by the sweep; zero means 500ms. Tests lengthen it to show that
 	// the request path alone gives hosts up on time.
 	housekeepEvery time.Duration
+
+	// encodeFault, if set, is asked before each exchange is encoded for
+	// the archive, and an error it returns is that encoding's: tests make
+	// the archive fail without a broken disk or store.
+	encodeFault func(warc.Exchange) error
 }
 
 // Version is the crawler's version, used in the default User-Agent.

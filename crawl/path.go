@@ -18,7 +18,10 @@ func (e *Engine) handle(l *frontier.Lease) {
 }
 
 // process runs the stages of the request path in order. Each may end the
-// lease by returning its disposition; the last, record, always does.
+// lease by returning its disposition; the last, record, always does, and
+// archived then makes sure a lease that completes its URL with an answer
+// carries the answer's records (or turns it into a retry when they cannot
+// be made).
 //
 // The breaker comes before the rate token so that an open host never spends
 // a token and costs one map lookup, not a connect timeout; the host's page
@@ -35,6 +38,12 @@ func (e *Engine) process(x *exchange) (d disposition) {
 		return d
 	}
 	defer func() { e.endClaim(x, claim, d) }()
+	return e.archived(x, e.ask(x)) // archive.go: done means archived
+}
+
+// ask runs the stages that ask the host: the breaker, the rate token, the
+// request and the record of its outcome.
+func (e *Engine) ask(x *exchange) disposition {
 	if d, end := e.admit(x); end {
 		return d
 	}

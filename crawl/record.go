@@ -34,6 +34,10 @@ func (e *Engine) record(x *exchange, v Verdict) disposition {
 	switch v.Class {
 	case breaker.OK:
 		switch {
+		case x.robots && x.asideErr != nil:
+			// The rules are not kept without the records of the answer
+			// they came from: robots.txt is asked again.
+			return e.archiveFailed(x, x.asideErr)
 		case x.robots:
 			e.queueSitemaps(x.lease.Item, x.rules) // sitemaps.go
 			e.storeRobots(x.lease.Item.Host, x.host, x.rules, now)

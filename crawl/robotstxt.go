@@ -52,7 +52,10 @@ func (e *Engine) fetchRobots(ctx context.Context, x *exchange) (refused *hopRefu
 			x.resp = resp
 		}
 		if !cutShort(ctx, x.resp.Err) {
-			e.archiveAside(x.resp) // robots.txt is archived like any fetch, each hop as it came
+			// robots.txt is archived like any fetch, each hop as it came.
+			if err := e.archiveAside(x.resp); err != nil && x.asideErr == nil {
+				x.asideErr = err
+			}
 		}
 		return x.resp.Status, x.resp.Header.Get("Location"), x.resp.Body, x.resp.Err
 	}

@@ -73,6 +73,11 @@ func (w *Wire) addResponse(p []byte) {
 	}
 }
 
+// Err is why the response could not be spooled whole (its spool's disk
+// is full, say), or nil. Response then stops short for a fault of ours,
+// not the host's: a record made of it would not be the exchange.
+func (w *Wire) Err() error { return w.failed }
+
 // Close frees the spooled response.
 func (w *Wire) Close() {
 	if w != nil && w.Response != nil {

@@ -5,11 +5,14 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -545,4 +548,38 @@ func wireText(t *testing.T, w *Wire) string {
 		t.Fatalf("read the spooled response: %v", err)
 	}
 	return string(b)
+}
+
+// A response the spool cannot keep whole (here its directory is gone; a
+// full disk alike) is kept as far as it went, and Wire.Err says why: the
+// record would be cut short for our fault, not the host's. A response
+// that fitted has no error.
+func TestWireSpoolFailure(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("0123456789", 40<<10) // 400 KiB: past the spool's memory
+	srv := newWireServer(t, func(r *http.Request) string {
+		body := "small"
+		if r.URL.Path == "/big" {
+			body = big
+		}
+		return fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	})
+	o := recordOptions()
+	o.MaxBody, o.RecordMax = 1<<20, 1<<20
+	o.SpoolDir = filepath.Join(t.TempDir(), "gone")
+	f := newTestFetcher(t, o)
+	r := f.Get(context.Background(), "http://"+srv.addr+"/small")
+	if r.Err != nil || r.Wire == nil || r.Wire.Err() != nil {
+		t.Fatalf("small: err %v, wire %+v", r.Err, r.Wire)
+	}
+	r = f.Get(context.Background(), "http://"+srv.addr+"/big")
+	if r.Err != nil || string(r.Body) != big {
+		t.Fatalf("big: err %v, %d body bytes: the page itself must not suffer", r.Err, len(r.Body))
+	}
+	if err := r.Wire.Err(); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), o.SpoolDir) {
+		t.Errorf("Wire.Err() = %v, want the spool's failure, naming %s", err, o.SpoolDir)
+	}
+	if !r.Wire.Truncated {
+		t.Error("the record of a response the spool could not keep is not marked truncated")
+	}
 }

@@ -53,7 +53,7 @@ func New(snapshot func() (Snapshot, error)) *Crawl {
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "breakwater_breaker_transitions_total",
 			Help: "Circuit breaker transitions by from and to state."}, []string{"from", "to"}),
 		deferrals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "breakwater_deferrals_total",
-			Help: "URLs put back in the time-ordered bucket, by reason (retry-backoff, retry-budget)."}, []string{"reason"}),
+			Help: "URLs put back in the time-ordered bucket, by reason (retry-backoff, retry-budget, archive-failed: the page's WARC records could not be made, so it is fetched again)."}, []string{"reason"}),
 		localFaults: prometheus.NewCounter(prometheus.CounterOpts{Name: "breakwater_local_fault_incidents_total",
 			Help: "Times the local-fault guard paused the crawl: many hosts failed at once, so the fault was likely ours."}),
 		bytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "breakwater_received_body_bytes_total",

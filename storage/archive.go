@@ -29,6 +29,9 @@ type ArchiveState struct {
 	Committed int64 `json:"committed"`
 	// Serial numbers the files, one more for each new file.
 	Serial int `json:"serial"`
+	// Dir is the directory File was begun in ("" in states written
+	// before it was kept): a run given another --warc finds it there.
+	Dir string `json:"dir,omitempty"`
 }
 
 // PutArchiveState records s in the batch's commit.

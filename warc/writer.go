@@ -135,11 +135,21 @@ func Open(db Store, o Options) (*Writer, error) {
 // recover finishes the file the last run was writing if it is still
 // open. Other .open files are not this crawl's to touch (another crawl
 // may share the directory); they are named in a warning.
+//
+// The file the database names may not be in Dir: the crawl was resumed
+// with another --warc (its disk was full, say). If it was moved to Dir
+// with the rest, it is finished here; if it is still open in the
+// directory it was begun in, it is finished there, where it stays, so
+// that no record of a page marked done is lost; if it is in neither, the
+// records it accounts for are not in this archive, which the log says
+// (the records it may hold past them are of pages not marked done, which
+// are fetched again). New files go to Dir in every case.
 func (w *Writer) recover() error {
 	names, err := filepath.Glob(filepath.Join(w.opts.Dir, "*"+openSuffix))
 	if err != nil {
 		return fmt.Errorf("warc directory: %w", err)
 	}
+	found := false
 	for _, path := range names {
 		name := strings.TrimSuffix(filepath.Base(path), openSuffix)
 		if name != w.state.File {
@@ -147,11 +157,48 @@ func (w *Writer) recover() error {
 				"file", path)
 			continue
 		}
+		found = true
 		if err := w.finishAt(path, w.state.Committed, true); err != nil {
 			return err
 		}
 	}
+	st := w.state
+	elsewhere := st.Dir != "" && filepath.Clean(st.Dir) != filepath.Clean(w.opts.Dir)
+	switch {
+	case st.File == "":
+		return nil
+	case found:
+		if old := filepath.Join(st.Dir, st.File+openSuffix); elsewhere && exists(old) {
+			w.opts.Logger.Warn("archive: the unfinished WARC file was finished in the new --warc directory; "+
+				"its copy in the old directory is left alone, unfinished", "finished", filepath.Join(w.opts.Dir, st.File), "copy", old)
+		}
+		return nil
+	case exists(filepath.Join(w.opts.Dir, st.File)):
+		return nil // finished by the run that wrote it: the usual case
+	case elsewhere && exists(filepath.Join(st.Dir, st.File+openSuffix)):
+		path := filepath.Join(st.Dir, st.File+openSuffix)
+		if err := w.finishAt(path, st.Committed, true); err != nil {
+			return fmt.Errorf("the crawl's unfinished WARC file is not in %s, where this run writes, but in %s: %w "+
+				"(move it to %s, or resume with --warc %s)", w.opts.Dir, st.Dir, err, w.opts.Dir, st.Dir)
+		}
+		w.opts.Logger.Warn("archive: finished the crawl's unfinished WARC file in the directory it was begun in, where it stays; "+
+			"new files go to the new --warc directory, so the archive is now in both (move the old files in with the new ones "+
+			"for verify --warc to see it whole)", "file", strings.TrimSuffix(path, openSuffix), "dir", w.opts.Dir)
+	case elsewhere && exists(filepath.Join(st.Dir, st.File)):
+		w.opts.Logger.Info("archive: the crawl's earlier WARC files are in another directory; new files go to the --warc directory",
+			"earlier", st.Dir, "dir", w.opts.Dir)
+	case st.Committed > 0:
+		w.opts.Logger.Warn("archive: the database names a WARC file that is not in the --warc directory, unfinished or finished: "+
+			"the records of pages marked done it holds are not in this archive unless it is moved here; any records it holds "+
+			"past them are of pages not marked done, which will be fetched again; new records go to a new file",
+			"file", st.File, "dir", w.opts.Dir, "accounted_bytes", st.Committed)
+	}
 	return nil
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // finishAt cuts the open file at path to size bytes, the end of its last
@@ -217,7 +264,23 @@ func (w *Writer) Encode(ex Exchange) (*Entry, error) {
 	if !w.opts.Dedupe {
 		return encode(ex, nil, w.opts.Dir)
 	}
-	return encode(ex, w.firstCapture, w.opts.Dir)
+	var claimed *claim
+	entry, err := encode(ex, func(digest string, this storage.Capture) (*storage.Capture, *claim, *claim, error) {
+		known, pending, c, err := w.firstCapture(digest, this)
+		claimed = c
+		return known, pending, c, err
+	}, w.opts.Dir)
+	if err != nil && claimed != nil {
+		// This entry will never be written: its payload's first capture is
+		// still to come. Revisits already encoded against the claim keep
+		// their full records, written instead (see BeforeCommit).
+		w.mu.Lock()
+		if w.claims[claimed.digest] == claimed {
+			delete(w.claims, claimed.digest)
+		}
+		w.mu.Unlock()
+	}
+	return entry, err
 }
 
 // firstCapture finds the first capture of digest: one encoded and not yet
@@ -341,7 +404,7 @@ func (w *Writer) create() error {
 	state.Serial++
 	state.File = fmt.Sprintf("%s-%s-%05d-%s.warc.gz", w.opts.Prefix, now.Format("20060102150405"), state.Serial,
 		fileSafe(w.opts.Hostname))
-	state.Committed = 0
+	state.Committed, state.Dir = 0, w.opts.Dir
 	if err := w.db.PutArchiveState(state); err != nil {
 		return fmt.Errorf("name the next WARC file: %w", err)
 	}

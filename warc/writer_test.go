@@ -3,6 +3,7 @@ package warc
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -239,5 +240,116 @@ func TestRevisitNeverCommittedAheadOfItsCapture(t *testing.T) {
 				t.Errorf("a duplicate of a committed capture: revisit %v, fallback %d bytes", later.Revisit, later.fallback.Size())
 			}
 		})
+	}
+}
+
+// A crawl whose WARC disk filled up, or that crashed, is resumed with
+// another --warc. Its database names the file it left unfinished, and
+// Open finishes that file, cut back to what the database accounts for,
+// wherever it is: moved into the new directory with the rest (the usual
+// way), or left where it was begun (finished there, with a warning: the
+// archive is now in two places). A copy left behind in the old directory
+// stays alone; a file that is in neither is named in a warning, as the
+// records of pages done that it held are not in this archive. New files
+// go to the new directory in every case.
+func TestOpenFindsTheUnfinishedFileWhereverItWasLeft(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		move func(t *testing.T, oldDir, newDir string)
+		// warn is in the log; inOld and inNew are the pages each
+		// directory holds once the resumed crawl wrote its page.
+		warn         string
+		inOld, inNew []string
+	}{
+		{name: "moved", move: func(t *testing.T, oldDir, newDir string) {
+			if err := os.Rename(oldDir, newDir); err != nil {
+				t.Fatal(err)
+			}
+		}, inNew: []string{"/done", "/after"}},
+		{name: "left behind", move: func(t *testing.T, _, newDir string) {},
+			warn: "finished the crawl's unfinished WARC file in the directory it was begun in", inOld: []string{"/done"},
+			inNew: []string{"/after"}},
+		{name: "copied", move: func(t *testing.T, oldDir, newDir string) {
+			copyDir(t, oldDir, newDir)
+		}, warn: "its copy in the old directory is left alone", inNew: []string{"/done", "/after"}},
+		{name: "gone", move: func(t *testing.T, oldDir, newDir string) {
+			if err := os.RemoveAll(oldDir); err != nil {
+				t.Fatal(err)
+			}
+		}, warn: "the database names a WARC file that is not in the --warc directory", inNew: []string{"/after"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			dbPath := filepath.Join(dir, "c.db")
+			oldDir, newDir := filepath.Join(dir, "full"), filepath.Join(dir, "big")
+			db := openDB(t, dbPath)
+			w, err := Open(db, Options{Dir: oldDir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := time.Now()
+			commit(t, w, db, encodeAll(t, w, exchange("http://127.0.0.1:1/done", "kept", at))...)
+			var b storage.Batch
+			for _, e := range encodeAll(t, w, exchange("http://127.0.0.1:1/lost", "not committed", at)) {
+				b.Attach(e)
+			}
+			if err := w.BeforeCommit(&b); err != nil { // written; the crash comes before the commit
+				t.Fatal(err)
+			}
+			w.file.Close()
+			db.Close()
+			tc.move(t, oldDir, newDir)
+
+			db = openDB(t, dbPath)
+			defer db.Close()
+			var log bytes.Buffer
+			w, err = Open(db, Options{Dir: newDir, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			commit(t, w, db, encodeAll(t, w, exchange("http://127.0.0.1:1/after", "resumed", at))...)
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.warn != "" && !strings.Contains(log.String(), tc.warn) {
+				t.Errorf("log %q, want it to say %q", log.String(), tc.warn)
+			}
+			if tc.warn == "" && (!strings.Contains(log.String(), "cut an unfinished WARC file back") ||
+				strings.Count(log.String(), "level=WARN") != 1) {
+				t.Errorf("log %q, want only the cut: the file was where it belongs", log.String())
+			}
+			for _, d := range []struct {
+				dir   string
+				pages []string
+			}{{oldDir, tc.inOld}, {newDir, tc.inNew}} {
+				if d.pages == nil {
+					continue
+				}
+				rep, err := Check(d.dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := map[string]int{}
+				for _, p := range d.pages {
+					want["http://127.0.0.1:1"+p] = 1
+				}
+				if !rep.OK() || fmt.Sprint(rep.Responses) != fmt.Sprint(want) {
+					t.Errorf("%s: problems %v, unfinished %v, responses %v; want %v", d.dir, rep.Problems, rep.Unfinished,
+						rep.Responses, want)
+				}
+			}
+			if tc.name == "copied" {
+				if open, _ := filepath.Glob(filepath.Join(oldDir, "*.open")); len(open) != 1 {
+					t.Errorf("the old directory's copy: %v, want it left as it was", open)
+				}
+			}
+		})
+	}
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.CopyFS(to, os.DirFS(from)); err != nil {
+		t.Fatal(err)
 	}
 }
