@@ -364,7 +364,7 @@ func (f *Fetcher) Fetch(ctx context.Context, in Request) *Response {
 	if err != nil {
 		r.Err = err // a *url.Error already names the method and URL
 		if capt != nil {
-			capt.finish(req, nil, nil, false)
+			capt.finish(nil, false)
 		}
 		return r
 	}
@@ -387,7 +387,7 @@ func (f *Fetcher) Fetch(ctx context.Context, in Request) *Response {
 	var raw io.Reader = resp.Body
 	var tee *rawTee
 	if capt != nil {
-		tee = &rawTee{r: resp.Body, c: capt, limit: f.opts.RecordMax}
+		tee = &rawTee{r: resp.Body}
 		raw = tee
 	}
 	body, sizeHint := decodedBody(raw, resp)
@@ -412,7 +412,7 @@ func (f *Fetcher) Fetch(ctx context.Context, in Request) *Response {
 			// the archive keeps what the server sent, to its end.
 			done = drain(raw, capt, f.opts.RecordMax)
 		}
-		r.Wire = capt.finish(req, resp, tee.kept, done)
+		r.Wire = capt.finish(resp, done)
 	}
 	return r
 }

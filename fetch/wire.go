@@ -1,9 +1,9 @@
 package fetch
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -36,13 +36,6 @@ type Wire struct {
 	// Truncated is set when Response stops before the end of the body:
 	// it reached the record cap, or the exchange failed partway.
 	Truncated bool
-	// Rebuilt is set when the bytes could not be taken off the connection
-	// (the transport used one recordDials did not make) and were written
-	// back from the parsed exchange: headers in canonical form, the body
-	// without transfer framing. No route makes such a connection: through
-	// a proxy the fetcher opens the tunnel and runs the target's TLS
-	// itself.
-	Rebuilt bool
 	// RemoteIP is the address of the peer the bytes came from (a proxy's
 	// when there is one); "" if unknown.
 	RemoteIP string
@@ -215,54 +208,37 @@ func (c *capture) traced(req *http.Request) *http.Request {
 // full reports whether the capture has taken all it may.
 func (c *capture) full() bool { return c.conn != nil && c.conn.full(c.wire) }
 
-// finish detaches the capture; if nothing came off a connection, the
-// exchange is written back from what the transport parsed.
-func (c *capture) finish(req *http.Request, resp *http.Response, raw []byte, bodyDone bool) *Wire {
+// errUnrecorded fails the Wire of an exchange that came off a connection
+// recordDials did not make. No route makes one (through a proxy the
+// fetcher opens the tunnel and runs the target's TLS itself); if one ever
+// did, the page must not be done without its records.
+var errUnrecorded = errors.New("the exchange used a connection that records nothing")
+
+// finish detaches the capture.
+func (c *capture) finish(resp *http.Response, bodyDone bool) *Wire {
 	w := c.wire
-	if c.conn != nil {
-		c.conn.unbind(w)
-		w.Truncated = w.full || !bodyDone
+	if c.conn == nil {
+		if resp == nil {
+			return nil
+		}
+		w.failed = errUnrecorded
 		return w
 	}
-	if resp == nil {
-		return nil
-	}
-	w.Rebuilt, w.TLS = true, req.URL.Scheme == "https"
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "GET %s HTTP/1.1\r\nHost: %s\r\n", req.URL.RequestURI(), req.Host)
-	req.Header.Write(&b)
-	b.WriteString("\r\n")
-	w.Request = bytes.Clone(b.Bytes())
-	b.Reset()
-	// The transport has taken any Transfer-Encoding out of the header:
-	// the body that follows is the de-chunked one it read.
-	fmt.Fprintf(&b, "HTTP/1.1 %s\r\n", resp.Status)
-	resp.Header.Write(&b)
-	b.WriteString("\r\n")
-	w.addResponse(b.Bytes())
-	w.addResponse(raw)
+	c.conn.unbind(w)
 	w.Truncated = w.full || !bodyDone
 	return w
 }
 
-// rawTee keeps the raw body bytes for a capture that may have to be
-// rebuilt; it stops keeping once the capture is known to be on a
-// connection, or at the cap.
+// rawTee remembers how the body's reads ended.
 type rawTee struct {
-	r     io.Reader
-	c     *capture
-	kept  []byte
-	limit int64
-	err   error // the body's own error, io.EOF at its end; nil while it reads
+	r   io.Reader
+	err error // the body's own error, io.EOF at its end; nil while it reads
 }
 
 func (t *rawTee) Read(p []byte) (int, error) {
 	n, err := t.r.Read(p)
 	if err != nil {
 		t.err = err
-	}
-	if n > 0 && t.c.conn == nil && int64(len(t.kept)) < t.limit {
-		t.kept = append(t.kept, p[:min(int64(n), t.limit-int64(len(t.kept)))]...)
 	}
 	return n, err
 }

@@ -5,9 +5,8 @@ package warc
 // framing), the content coding kept (gzip bytes stay gzip). The record's
 // block keeps the bytes as they crossed the wire, framing included, and
 // WARC-Block-Digest covers them; WARC-Payload-Digest covers the payload,
-// so the same body sent with a Content-Length, in chunks of any size, or
-// rebuilt without its framing (fetch.Wire.Rebuilt) has one digest, and
-// --warc-dedupe, keyed by it, finds it again.
+// so the same body sent with a Content-Length or in chunks of any size
+// has one digest, and --warc-dedupe, keyed by it, finds it again.
 //
 // Whether a body is chunked is read from the response's own header block:
 // a Transfer-Encoding whose last coding is chunked (RFC 9112 section 6.1;
