@@ -91,6 +91,11 @@ func openChecked(path string, info fs.FileInfo, timeout time.Duration, readOnly 
 	return db, nil
 }
 
+// fileMode is a new database file's: its owner's only, whatever the umask
+// (which can only take bits away). The file holds the crawl's secret
+// headers and proxy passwords in clear; a file that exists keeps its mode.
+const fileMode = 0o600
+
 // openBolt opens path with bbolt, turning its errors into ones that say
 // what is wrong with the file.
 func openBolt(path string, readOnly bool, timeout time.Duration, maxSize int) (*bolt.DB, error) {
@@ -101,7 +106,7 @@ func openBolt(path string, readOnly bool, timeout time.Duration, maxSize int) (*
 		// The freelist is kept in the file (NoFreelistSync off): rebuilding it at
 		// open would read every page and map the whole file into memory. The
 		// hashmap freelist keeps allocation cheap as the file grows.
-		bdb, err = bolt.Open(path, 0o644, &bolt.Options{Timeout: timeout, ReadOnly: readOnly,
+		bdb, err = bolt.Open(path, fileMode, &bolt.Options{Timeout: timeout, ReadOnly: readOnly,
 			FreelistType: bolt.FreelistMapType, MaxSize: maxSize,
 			OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 				f, err := os.OpenFile(name, flag, perm)
