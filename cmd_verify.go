@@ -196,7 +196,7 @@ func readArchive(db *storage.DB, dir string, opts *storage.VerifyOptions) ([]str
 	if err != nil {
 		return nil, fmt.Errorf("verify --warc %s: %w", dir, err)
 	}
-	opts.Archive = rep.Responses
+	opts.Archive, opts.ArchiveRedirects = rep.Responses, rep.Redirects
 	var problems []string
 	for _, p := range rep.Problems {
 		problems = append(problems, "archive: "+p)

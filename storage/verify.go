@@ -17,6 +17,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"breakwater/breaker"
+	"breakwater/robots"
 )
 
 // DefaultMaxProblems is how many problems a VerifyReport keeps by default.
@@ -28,6 +29,12 @@ type VerifyOptions struct {
 	// response or revisit record of to the number of such records: every
 	// page done must be among them, and every URL among them done.
 	Archive map[string]int
+	// ArchiveRedirects maps each URL of a 3xx response or revisit record
+	// in the archive to where each such record redirects (warc.Report's
+	// Redirects). A robots.txt fetch follows redirects, and archives each
+	// hop: through these, verify counts the hops of a robots.txt redirect
+	// as robots.txt fetches, not as pages without a result.
+	ArchiveRedirects map[string][]string
 	// ArchiveRepeats allows a URL in more than one record: the crawl
 	// refreshes pages (--recrawl-after), and each refresh archives its
 	// answer. Without it only robots.txt, fetched again by every run, and
@@ -137,6 +144,7 @@ type verifier struct {
 	staged     map[uint64]string // result key -> URL, flagged for a refresh
 	hosts      map[string]*HostCounts
 	done       map[string]bool // URLs with a result, for the archive check
+	robotsHops map[string]int  // records of each URL that are hops of a robots.txt redirect
 	caseHolds  []string        // hosts whose breaker a case holds
 	openCases  map[string]bool
 	requeued   int64 // queued or deferred URLs whose earlier result is still stored
@@ -168,6 +176,7 @@ func (v *verifier) run() {
 	v.openCases = map[string]bool{}
 	if v.opts.Archive != nil {
 		v.done = map[string]bool{}
+		v.robotsHops = robotsHops(v.opts.Archive, v.opts.ArchiveRedirects)
 	}
 	if !v.checkBuckets() {
 		return
@@ -734,25 +743,70 @@ func (v *verifier) readCaptures() {
 // again and archives each answer as it comes.
 func isRobots(u string) bool { return strings.HasSuffix(u, "/robots.txt") }
 
+// robotsHops counts, for each URL, the records of it in the archive that
+// are hops of a robots.txt redirect: a robots.txt fetch follows up to
+// robots.MaxRedirects redirects, to any path or host, and archives each
+// answer, so each 3xx record of a robots.txt URL, or of a hop, names the
+// next hop by its Location. The archive does not tell which of a URL's
+// records a redirect led to, so a URL that is both a hop and a page may
+// lend the hop's excuse to one of its page's records.
+func robotsHops(archive map[string]int, redirects map[string][]string) map[string]int {
+	hops := map[string]int{}
+	var from []string
+	for u := range archive {
+		if isRobots(u) {
+			from = append(from, u)
+		}
+	}
+	for range robots.MaxRedirects {
+		var next []string
+		for _, u := range from {
+			for _, target := range redirects[u] {
+				if isRobots(target) {
+					continue // followed from itself
+				}
+				if hops[target] == 0 {
+					next = append(next, target)
+				}
+				hops[target]++
+			}
+		}
+		from = next
+	}
+	for u, n := range hops {
+		hops[u] = min(n, archive[u]) // a hop refused by its host's breaker was not archived
+	}
+	return hops
+}
+
 // checkArchived checks one result against the archive.
 func (v *verifier) checkArchived(key uint64, r *Result) {
-	n := v.opts.Archive[r.URL]
+	n, hops := v.opts.Archive[r.URL], v.robotsHops[r.URL]
 	switch {
 	case !r.Failed() && r.Status != 0 && n == 0:
 		v.addf("page %s (result %d, status %d) is done but not in the archive", r.URL, key, r.Status)
-	case n > 1 && !v.opts.ArchiveRepeats && !isRobots(r.URL) && r.Status != 304:
-		v.addf("%s is in %d response or revisit records, want 1", r.URL, n)
+	case n-hops > 1 && !v.opts.ArchiveRepeats && !isRobots(r.URL) && r.Status != 304:
+		v.addf("%s is in %d response or revisit records%s, want 1", r.URL, n, hopsOf(hops))
 	}
 }
 
-// checkArchive checks that every URL in the archive is done.
+// hopsOf says how many of a URL's records are robots.txt redirect hops.
+func hopsOf(hops int) string {
+	if hops == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d of them hops of a robots.txt redirect)", hops)
+}
+
+// checkArchive checks that every URL in the archive is done, or a robots.txt
+// fetch.
 func (v *verifier) checkArchive() {
 	if v.opts.Archive == nil {
 		return
 	}
 	for _, u := range slices.Sorted(maps.Keys(v.opts.Archive)) {
-		if !v.done[u] && !isRobots(u) {
-			v.addf("%s is in the archive (%d records) but has no result in the database", u, v.opts.Archive[u])
+		if n, hops := v.opts.Archive[u], v.robotsHops[u]; !v.done[u] && !isRobots(u) && n > hops {
+			v.addf("%s is in the archive (%d records%s) but has no result in the database", u, n, hopsOf(hops))
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -310,5 +311,47 @@ func TestVerifyCapsProblems(t *testing.T) {
 	rep := verify(t, path, VerifyOptions{MaxProblems: 10})
 	if len(rep.Problems) != 10 || rep.Omitted < 110 {
 		t.Errorf("%d problems kept and %d omitted, want 10 and at least 110 (120 lost URLs and the counts)", len(rep.Problems), rep.Omitted)
+	}
+}
+
+// The hops of a robots.txt redirect are archived as they came: verify
+// counts them as robots.txt fetches, found through the Locations of the
+// archive's 3xx records, up to robots.MaxRedirects hops, and nothing more.
+func TestVerifyArchiveRobotsRedirects(t *testing.T) {
+	path := wellFormed(t)
+	hops := []string{"http://a.com/moved/robots", "http://x.com/rules", "http://x.com/2", "http://x.com/3", "http://x.com/4"}
+	arch := archiveOf()
+	redirects := map[string][]string{"http://a.com/robots.txt": {hops[0], hops[0]}} // both runs' fetches
+	for i, h := range hops {
+		arch[h] = 2
+		if i+1 < len(hops) {
+			redirects[h] = []string{hops[i+1], hops[i+1]}
+		}
+	}
+	redirects[hops[4]] = []string{"http://x.com/6"} // a sixth hop: no robots.txt fetch goes this far
+	arch["http://x.com/6"] = 1
+	// A page done that a robots.txt redirects to is archived as both.
+	arch["http://d.com/robots.txt"] = 1
+	redirects["http://d.com/robots.txt"] = []string{"http://d.com/1"}
+	arch["http://d.com/1"] = 2
+	sixth := "http://x.com/6 is in the archive (1 records) but has no result in the database"
+	if rep := verify(t, path, VerifyOptions{Archive: arch, ArchiveRedirects: redirects}); len(rep.Problems) != 1 || rep.Problems[0] != sixth {
+		t.Errorf("want only the sixth hop unaccounted for, got %q", rep.Problems)
+	}
+	if rep := verify(t, path, VerifyOptions{Archive: arch}); rep.OK() ||
+		!strings.Contains(strings.Join(rep.Problems, "\n"), "http://a.com/moved/robots is in the archive (2 records) but has no result in the database") {
+		t.Errorf("without the redirects the hops are unaccounted for: %q", rep.Problems)
+	}
+	// A hop archived once more than the redirects to it, and a page
+	// archived twice, whose one redirect is a page's, not robots.txt's.
+	arch[hops[2]] = 3
+	arch["http://c.com/2"] = 2
+	redirects["http://a.com/1"] = []string{"http://c.com/2"}
+	rep := verify(t, path, VerifyOptions{Archive: arch, ArchiveRedirects: redirects})
+	want := []string{"http://c.com/2 is in 2 response or revisit records, want 1",
+		"http://x.com/2 is in the archive (3 records (2 of them hops of a robots.txt redirect)) but has no result in the database",
+		sixth}
+	if !slices.Equal(rep.Problems, want) {
+		t.Errorf("problems %q\nwant %q", rep.Problems, want)
 	}
 }
