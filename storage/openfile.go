@@ -100,11 +100,6 @@ func openChecked(path string, info fs.FileInfo, timeout time.Duration, readOnly,
 	return db, nil
 }
 
-// fileMode is a new database file's: its owner's only, whatever the umask
-// (which can only take bits away). The file holds the crawl's secret
-// headers and proxy passwords in clear; a file that exists keeps its mode.
-const fileMode = 0o600
-
 // walkBeforeReading walks the pages of the file at path as bbolt will
 // read them on opening, and returns a *DamageError if they are damaged.
 func walkBeforeReading(path string) error {
@@ -124,6 +119,11 @@ func walkBeforeReading(path string) error {
 	}
 	return nil
 }
+
+// fileMode is a new database file's: its owner's only, whatever the umask
+// (which can only take bits away). The file holds the crawl's secret
+// headers and proxy passwords in clear; a file that exists keeps its mode.
+const fileMode = 0o600
 
 // openBolt opens path with bbolt, turning its errors into ones that say
 // what is wrong with the file.

@@ -403,3 +403,81 @@ func TestVerifyPointerPastTheEnd(t *testing.T) {
 	}
 	checkUnchanged(t, path, before)
 }
+
+// Each kind of damage the walk looks for is named, with the page.
+func TestWalkNamesEachDamage(t *testing.T) {
+	path, _ := flipFixture(t)
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	m, _ := decodeMeta(orig)
+	newer := 0
+	if m1, err := decodeMeta(orig[m.pageSize:]); err == nil && m1.txid > m.txid {
+		m, newer = m1, 1
+	}
+	ps := int(m.pageSize)
+	var branch uint64
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = bdb.View(func(tx *bolt.Tx) error {
+		branch = uint64(tx.Bucket(bucketResults).Root())
+		return nil
+	})
+	bdb.Close()
+	leaf := le.Uint64(orig[int(branch)*ps+pageHeaderSize+8:]) // the branch's first child
+	at := func(id uint64, off int) int { return int(id)*ps + off }
+	tests := []struct {
+		name string
+		edit func(b []byte)
+		want string
+	}{
+		{"the newer meta page's checksum", func(b []byte) { b[newer*ps+pageHeaderSize+48]++ },
+			fmt.Sprintf("meta page %d is damaged (its checksum does not match): bbolt reads meta page %d", newer, 1-newer)},
+		{"a child past the high-water mark", func(b []byte) { le.PutUint64(b[at(branch, pageHeaderSize+8):], m.hwm) },
+			fmt.Sprintf("element 0 of branch page %d (bucket \"results\") points at page %d, past the file's %d pages", branch, m.hwm, m.hwm)},
+		{"a cycle", func(b []byte) { le.PutUint64(b[at(branch, pageHeaderSize+8):], branch) },
+			fmt.Sprintf("points at page %d, which is reached another way too: a cycle", branch)},
+		{"a page that says it is another", func(b []byte) { le.PutUint64(b[at(leaf, 0):], leaf+1) },
+			fmt.Sprintf("page %d (bucket \"results\"), pointed at by element 0 of branch page %d", leaf, branch)},
+		{"flags of no page type", func(b []byte) { le.PutUint16(b[at(leaf, 8):], 0x20) },
+			fmt.Sprintf("page %d (bucket \"results\") has flags 0x20: not a branch or leaf page", leaf)},
+		{"a value past the page", func(b []byte) { le.PutUint32(b[at(leaf, pageHeaderSize+12):], 1<<20) },
+			fmt.Sprintf("page %d (bucket \"results\"): element 0's key and value run to byte", leaf)},
+		{"a key out of place", func(b []byte) { le.PutUint32(b[at(leaf, pageHeaderSize+elementSize+4):], 1) },
+			fmt.Sprintf("page %d (bucket \"results\"): element 1's key starts at byte 33, and bbolt writes it at", leaf)},
+		{"more elements than the page holds", func(b []byte) { le.PutUint16(b[at(leaf, 10):], 0xFFFE) },
+			fmt.Sprintf("page %d (bucket \"results\") has 65534 elements, more than its %d bytes hold", leaf, ps)},
+		{"a page in use and free", func(b []byte) {
+			_, _, count, _ := pageHeader(b[at(m.freelist, 0):])
+			if count == 0 {
+				t.Fatal("the fixture has no free page")
+			}
+			le.PutUint64(b[at(m.freelist, pageHeaderSize):], leaf)
+		}, fmt.Sprintf("page %d (bucket \"results\") is in use and on the freelist", leaf)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			damaged := bytes.Clone(orig)
+			tt.edit(damaged)
+			if err := os.WriteFile(path, damaged, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var found []string
+			sound, err := walkPages(path, 0, func(format string, args ...any) { found = append(found, fmt.Sprintf(format, args...)) }, nil)
+			if err != nil || sound || !strings.Contains(strings.Join(found, "\n"), tt.want) {
+				t.Errorf("walk: %v, sound %v, found %q; want %q", err, sound, found, tt.want)
+			}
+			db, err := Open(path, &Options{ReadOnly: true, CheckPages: true})
+			if err == nil {
+				db.Close()
+			}
+			if !errors.Is(err, ErrDamaged) {
+				t.Errorf("Open with CheckPages: %v, want it refused as damaged", err)
+			}
+		})
+	}
+}

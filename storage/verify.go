@@ -66,7 +66,8 @@ func (r *VerifyReport) OK() bool { return len(r.Problems) == 0 && r.Omitted == 0
 
 // Verify checks the file: its page tree walked with plain reads (see
 // pagewalk.go), and only if that is sound, bbolt's own consistency check
-// (tx.Check) and the crawl's invariants. Every record decodes; the stored counters equal
+// (tx.Check) and the crawl's invariants. Every record decodes, and the
+// meta bucket holds no unknown key; the stored counters equal
 // what the buckets hold, in total and per host, and so do the tallies;
 // every queued, deferred or staged URL is in the seen set, in one place
 // only, and not done unless it is queued again to replace its result

@@ -205,6 +205,9 @@ func TestVerifyNamesEachProblem(t *testing.T) {
 		{"malformed host page count", func(tx *bolt.Tx) error {
 			return tx.Bucket(bucketHostPages).Put([]byte("a.com"), []byte{0x80})
 		}, VerifyOptions{}, []string{`page count of host "a.com": malformed record 80`}},
+		{"unknown meta key", func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketMeta).Put([]byte("running_at\x00"), []byte("x"))
+		}, VerifyOptions{}, []string{`meta: unknown key "running_at\x00"`}},
 		{"unknown bucket", func(tx *bolt.Tx) error {
 			_, err := tx.CreateBucket([]byte("extra"))
 			return err
