@@ -96,7 +96,7 @@ func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RetryMax, "retry-max", o.RetryMax, "longest retry backoff and longest Retry-After honoured")
 	fs.Float64Var(&o.RetryBudget, "retry-budget", o.RetryBudget, "retries per host as a fraction of its first attempts over a minute (plus a few a minute)")
 	fs.Float64Var(&c.failRatio, "fail-ratio", 0, "exit 4 when more than this share of the URLs this run finished failed (0: off)")
-	fs.StringVar(&c.metricsFile, "metrics-file", "", "write the metrics in node_exporter textfile format to this file every 15s and when the run ends (atomic rename)")
+	fs.StringVar(&c.metricsFile, "metrics-file", "", "write the metrics in node_exporter textfile format to this file every 15s and when the run ends (atomic rename; a new file is 0600, an existing one keeps its mode)")
 	fs.StringVar(&c.progress, "progress", "auto", "a live progress line on stderr: auto (on a terminal), always or never; off it, a progress log line every 30s")
 	fs.StringVar(&c.notify, "notify", "", "POST a JSON event to this URL when a host refuses us by name, a host is given up on, the local-fault guard pauses or resumes the crawl, or a run ends with a non-zero exit code")
 	fs.StringVar(&c.listen, "listen", "", "serve the status page, Prometheus /metrics and /healthz on this address while the crawl runs, e.g. 127.0.0.1:9150; a port alone (:9150) is loopback, and any other host (0.0.0.0:9150) must be named and is warned about (off by default)")
@@ -451,7 +451,9 @@ func readSeedsFlag(path, dbPath string, log *slog.Logger) (seedsPath string, cle
 		in, seedsPath = f, path
 	}
 	if !isRegular(path) {
-		// Standard input, a pipe or a device can be read only once.
+		// Standard input, a pipe or a device can be read only once. The
+		// copy is 0600 (os.CreateTemp), as the database beside it: seeds
+		// may carry credentials.
 		copyTo, err = os.CreateTemp(filepath.Dir(dbPath), seedsCopyPrefix(dbPath)+"*")
 		if err != nil {
 			return "", nil, fmt.Errorf("--seeds %s: keep a copy of %s: %w", path, name, err)

@@ -39,6 +39,9 @@ type verifyReport struct {
 	Cases       int   `json:"cases"`
 	// ArchivedURLs counts the URLs with a response or revisit record.
 	ArchivedURLs int `json:"archived_urls,omitempty"`
+	// PagesDamaged says the file's pages are damaged: the problems say
+	// how, and no record (nor the archive) was checked.
+	PagesDamaged bool `json:"pages_damaged,omitempty"`
 }
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -69,7 +72,21 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case !fileExists(*dbPath):
 		return usagef("--db %s: no such file", *dbPath)
 	}
-	db, err := storage.Open(*dbPath, &storage.Options{ReadOnly: true})
+	// Every page is walked before bbolt reads the file: a damaged one is
+	// reported, never a fault.
+	db, err := storage.Open(*dbPath, &storage.Options{ReadOnly: true, CheckPages: true})
+	var damaged *storage.DamageError
+	if errors.As(err, &damaged) {
+		rep := &storage.VerifyReport{PagesDamaged: true, Omitted: damaged.Omitted}
+		for _, p := range damaged.Problems {
+			if len(rep.Problems) < *maxProblems {
+				rep.Problems = append(rep.Problems, "bbolt pages: "+p)
+			} else {
+				rep.Omitted++
+			}
+		}
+		return reportVerify(verifyReport{DB: *dbPath}, rep, *asJSON, stdout)
+	}
 	if errors.Is(err, storage.ErrLocked) {
 		// bbolt lets no reader in beside a writer: a running crawl's file
 		// can be verified only once it stops.
@@ -125,6 +142,7 @@ func reportVerify(out verifyReport, rep *storage.VerifyReport, asJSON bool, stdo
 	out.Seen, out.Queued, out.Deferred, out.Staged = rep.Seen, rep.Queued, rep.Deferred, rep.Staged
 	out.Pages, out.Failed, out.Hosts, out.Breakers = rep.Pages, rep.Failed, rep.Hosts, rep.Breakers
 	out.Transitions, out.Cases = rep.Transitions, rep.Cases
+	out.PagesDamaged = rep.PagesDamaged
 	if out.Problems == nil {
 		out.Problems = []string{}
 	}
@@ -149,9 +167,13 @@ func printVerify(w io.Writer, r verifyReport) {
 	if r.Omitted > 0 {
 		fmt.Fprintf(w, "... and %d more problems (--max-problems lists more)\n", r.Omitted)
 	}
-	fmt.Fprintf(w, "%s: %d URLs seen: %d queued, %d deferred, %d staged for a refresh, %d pages, %d failed; "+
-		"%d hosts, %d breakers, %d transitions, %d cases\n",
-		r.DB, r.Seen, r.Queued, r.Deferred, r.Staged, r.Pages, r.Failed, r.Hosts, r.Breakers, r.Transitions, r.Cases)
+	if r.PagesDamaged {
+		fmt.Fprintf(w, "%s: its bbolt pages are damaged, so its records were not read\n", r.DB)
+	} else {
+		fmt.Fprintf(w, "%s: %d URLs seen: %d queued, %d deferred, %d staged for a refresh, %d pages, %d failed; "+
+			"%d hosts, %d breakers, %d transitions, %d cases\n",
+			r.DB, r.Seen, r.Queued, r.Deferred, r.Staged, r.Pages, r.Failed, r.Hosts, r.Breakers, r.Transitions, r.Cases)
+	}
 	if r.WARC != "" {
 		fmt.Fprintf(w, "%s: %d URLs archived\n", r.WARC, r.ArchivedURLs)
 	}
@@ -174,7 +196,7 @@ func readArchive(db *storage.DB, dir string, opts *storage.VerifyOptions) ([]str
 	if err != nil {
 		return nil, fmt.Errorf("verify --warc %s: %w", dir, err)
 	}
-	opts.Archive = rep.Responses
+	opts.Archive, opts.ArchiveRedirects = rep.Responses, rep.Redirects
 	var problems []string
 	for _, p := range rep.Problems {
 		problems = append(problems, "archive: "+p)

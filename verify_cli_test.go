@@ -2,13 +2,18 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +22,7 @@ import (
 
 	"breakwater/demosite"
 	"breakwater/storage"
+	"breakwater/warc"
 )
 
 // mustVerify runs verify and asserts it exits 0 saying ok.
@@ -190,4 +196,117 @@ func exitCodeOf(err error) int {
 		return -1
 	}
 	return 0
+}
+
+// A file whose page tree is damaged is reported, page by page, with exit
+// 1: verify walks the pages before bbolt reads them, so a damaged one is
+// a finding, never a crash, and the file is left as it was.
+func TestVerifyDamagedPages(t *testing.T) {
+	site := startSite(t, 1, 5)
+	db := tempDB(t)
+	mustRun(t, exitOK, crawlArgs(db, site.Roots()...)...)
+	data, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The root bucket's page, named by the later of the two meta pages,
+	// made to say it is another page.
+	le := binary.LittleEndian
+	pageSize := int(le.Uint32(data[16+8:]))
+	meta := 0
+	if le.Uint64(data[pageSize+16+48:]) > le.Uint64(data[16+48:]) {
+		meta = pageSize
+	}
+	root := int(le.Uint64(data[meta+16+16:]))
+	le.PutUint64(data[root*pageSize:], uint64(root+1))
+	if err := os.WriteFile(db, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, t.Context(), "verify", "--db", db)
+	want := fmt.Sprintf("problem: bbolt pages: page %d (the root bucket), pointed at by the meta page, says it is page %d", root, root+1)
+	if r.code != exitError || !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, "its bbolt pages are damaged, so its records were not read") {
+		t.Errorf("verify of a file with a damaged page: want exit 1 and %q, got %s", want, r)
+	}
+	js := runCLI(t, t.Context(), "verify", "--db", db, "--json")
+	var rep verifyReport
+	if err := json.Unmarshal([]byte(js.stdout), &rep); err != nil || js.code != exitError || rep.OK || !rep.PagesDamaged || len(rep.Problems) != 1 {
+		t.Errorf("verify --json of a file with a damaged page: %v %+v\n%s", err, rep, js)
+	}
+	if after, _ := os.ReadFile(db); !bytes.Equal(after, data) {
+		t.Error("verify changed the damaged file")
+	}
+}
+
+// A robots.txt that redirects, on its host and then to another host, has
+// each hop archived: verify --warc counts the hops as robots.txt fetches,
+// and still names a page archived without a result.
+func TestVerifyRobotsRedirects(t *testing.T) {
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/rules" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, "User-agent: *\nDisallow: /private/\n")
+	}))
+	t.Cleanup(other.Close)
+	var privateAsked atomic.Bool
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			http.Redirect(w, r, "/moved/robots-file", http.StatusMovedPermanently)
+		case "/moved/robots-file":
+			http.Redirect(w, r, other.URL+"/rules", http.StatusFound)
+		case "/":
+			fmt.Fprint(w, `<title>home</title><a href="/a">a</a> <a href="/b">b</a> <a href="/private/x">x</a>`)
+		case "/a", "/b":
+			fmt.Fprintf(w, "<title>%s</title>", r.URL.Path)
+		default:
+			if strings.HasPrefix(r.URL.Path, "/private/") {
+				privateAsked.Store(true)
+			}
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(site.Close)
+	db := tempDB(t)
+	dir := filepath.Join(t.TempDir(), "warc")
+	mustRun(t, exitOK, crawlArgs(db, "--warc", dir, site.URL+"/")...)
+	if privateAsked.Load() {
+		t.Error("the rules at the end of the redirects were not followed: /private/x was asked for")
+	}
+	rep, err := warc.Check(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, hop := range []string{site.URL + "/robots.txt", site.URL + "/moved/robots-file", other.URL + "/rules"} {
+		if rep.Responses[hop] != 1 {
+			t.Errorf("%s is in %d records, want 1: %v", hop, rep.Responses[hop], rep.Responses)
+		}
+	}
+	mustVerify(t, "--db", db, "--warc", dir)
+
+	// A page's result deleted: the page is in the archive for no result,
+	// and said to be; the hops are not.
+	bdb, err := bolt.Open(db, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bdb.Update(func(tx *bolt.Tx) error {
+		results := tx.Bucket([]byte("results"))
+		return results.ForEach(func(k, v []byte) error {
+			if bytes.Contains(v, []byte(site.URL+"/a")) {
+				return results.Delete(k)
+			}
+			return nil
+		})
+	})
+	bdb.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, t.Context(), "verify", "--db", db, "--warc", dir)
+	if r.code != exitError || !strings.Contains(r.stdout, "problem: "+site.URL+"/a is in the archive (1 records) but has no result in the database") ||
+		strings.Contains(r.stdout, "robots-file") || strings.Contains(r.stdout, "/rules") {
+		t.Errorf("verify of an archive with a page the database lost: want it named, and no hop, got %s", r)
+	}
 }

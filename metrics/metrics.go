@@ -6,12 +6,16 @@
 package metrics
 
 import (
+	"bufio"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 )
 
 // Snapshot is what the gauges show, read when scraped.
@@ -107,12 +111,49 @@ func (c *Crawl) Transition(from, to string) {
 
 // WriteTextfile writes the metrics to path in the text format
 // node_exporter's textfile collector reads, through a temporary file
-// renamed over path, so a collector never reads half a file.
+// renamed over path, so a collector never reads half a file. A new file
+// is its owner's only (0600), as every file a crawl makes; a file already
+// at path keeps its mode across the rename, so one made readable for a
+// collector running as another user stays so. (prometheus.WriteToTextfile
+// would make it 0644 every time.)
 func (c *Crawl) WriteTextfile(path string) error {
-	if err := prometheus.WriteToTextfile(path, c.reg); err != nil {
+	if err := writeTextfile(path, c.reg); err != nil {
 		return fmt.Errorf("--metrics-file %s: %w", path, err)
 	}
 	return nil
+}
+
+func writeTextfile(path string, g prometheus.Gatherer) error {
+	mfs, err := g.Gather()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*") // 0600
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // gone by then once renamed
+	w := bufio.NewWriter(tmp)
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(w, mf); err != nil {
+			tmp.Close()
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if info, err := os.Stat(path); err == nil && info.Mode().Perm() != 0o600 {
+		if err := tmp.Chmod(info.Mode().Perm()); err != nil {
+			tmp.Close()
+			return err
+		}
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 // Handler serves the metrics in the Prometheus text format.

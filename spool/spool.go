@@ -72,6 +72,7 @@ func (b *Buffer) Write(p []byte) (int, error) {
 }
 
 // spill makes the file, unlinked at once: it lives as long as the Buffer.
+// os.CreateTemp makes it 0600: it holds a response, maybe a logged-in page.
 func (b *Buffer) spill() error {
 	f, err := os.CreateTemp(b.dir, ".breakwater-spool-*")
 	if err != nil {

@@ -65,9 +65,9 @@ func checkPath(path string, readOnly bool) (fs.FileInfo, error) {
 
 // openChecked opens the existing file at path read-only and checks that
 // it is a Breakwater file of this schema version, and that its pages lie
-// inside it. A file that a write will follow is allowed to hold no
-// buckets yet (see checkVersion).
-func openChecked(path string, info fs.FileInfo, timeout time.Duration, readOnly bool) (*DB, error) {
+// inside it; with checkPages, that its page tree is sound. A file that a
+// write will follow is allowed to hold no buckets yet (see checkVersion).
+func openChecked(path string, info fs.FileInfo, timeout time.Duration, readOnly, checkPages bool) (*DB, error) {
 	if err := inspect(path, info.Size()); err != nil {
 		return nil, err
 	}
@@ -76,6 +76,15 @@ func openChecked(path string, info fs.FileInfo, timeout time.Duration, readOnly 
 		return nil, err
 	}
 	db := &DB{bolt: bdb, path: path, readOnly: true, seen: &seenSet{}}
+	if checkPages {
+		// Under the lock bolt.Open took, so that no crawl writes as the
+		// walk reads; bolt.Open itself reads only what inspect checked.
+		if err := walkBeforeReading(path); err != nil {
+			bdb.Close()
+			return nil, err
+		}
+		db.pagesWalked = readOnly
+	}
 	err = guard(func() error {
 		return bdb.View(func(tx *bolt.Tx) error {
 			if end := tx.Size(); end > info.Size() {
@@ -91,6 +100,31 @@ func openChecked(path string, info fs.FileInfo, timeout time.Duration, readOnly 
 	return db, nil
 }
 
+// walkBeforeReading walks the pages of the file at path as bbolt will
+// read them on opening, and returns a *DamageError if they are damaged.
+func walkBeforeReading(path string) error {
+	dmg := &DamageError{}
+	sound, err := walkPages(path, 0, func(format string, args ...any) {
+		if len(dmg.Problems) < maxWalkedProblems {
+			dmg.Problems = append(dmg.Problems, fmt.Sprintf(format, args...))
+		} else {
+			dmg.Omitted++
+		}
+	}, nil)
+	switch {
+	case err != nil:
+		return describeOpenError(err, true)
+	case !sound:
+		return dmg
+	}
+	return nil
+}
+
+// fileMode is a new database file's: its owner's only, whatever the umask
+// (which can only take bits away). The file holds the crawl's secret
+// headers and proxy passwords in clear; a file that exists keeps its mode.
+const fileMode = 0o600
+
 // openBolt opens path with bbolt, turning its errors into ones that say
 // what is wrong with the file.
 func openBolt(path string, readOnly bool, timeout time.Duration, maxSize int) (*bolt.DB, error) {
@@ -101,7 +135,7 @@ func openBolt(path string, readOnly bool, timeout time.Duration, maxSize int) (*
 		// The freelist is kept in the file (NoFreelistSync off): rebuilding it at
 		// open would read every page and map the whole file into memory. The
 		// hashmap freelist keeps allocation cheap as the file grows.
-		bdb, err = bolt.Open(path, 0o644, &bolt.Options{Timeout: timeout, ReadOnly: readOnly,
+		bdb, err = bolt.Open(path, fileMode, &bolt.Options{Timeout: timeout, ReadOnly: readOnly,
 			FreelistType: bolt.FreelistMapType, MaxSize: maxSize,
 			OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 				f, err := os.OpenFile(name, flag, perm)
@@ -184,15 +218,16 @@ func readBoltMeta(f *os.File, off int64) (m boltMeta, ok bool) {
 	if n, _ := f.ReadAt(buf, off); n < len(buf) {
 		return m, false
 	}
-	b := buf[pageHeaderSize:]
-	le := binary.LittleEndian
+	m, err := decodeMeta(buf)
+	return m, err == nil
+}
+
+// metaChecksum is the checksum of the meta record b: FNV-1a 64 over what
+// comes before the checksum.
+func metaChecksum(b []byte) uint64 {
 	h := fnv.New64a()
 	h.Write(b[:56])
-	if le.Uint32(b[0:]) != boltMagic || le.Uint32(b[4:]) != boltVersion || le.Uint64(b[56:]) != h.Sum64() {
-		return m, false
-	}
-	return boltMeta{pageSize: int64(le.Uint32(b[8:])), root: le.Uint64(b[16:]), freelist: le.Uint64(b[32:]),
-		hwm: le.Uint64(b[40:]), txid: le.Uint64(b[48:])}, true
+	return h.Sum64()
 }
 
 // inspect reads the meta pages and the freelist of the bbolt file at path,

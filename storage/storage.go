@@ -60,6 +60,13 @@ type Options struct {
 	// past: a commit that would grow it further fails, as on a full disk
 	// (bbolt's Options.MaxSize). Tests use it to fill a disk anywhere.
 	MaxSize int
+	// CheckPages walks every page of an existing file, with plain reads,
+	// before bbolt reads anything past its meta pages and freelist (see
+	// pagewalk.go): a file whose pages are damaged is refused with a
+	// *DamageError naming each thing found. It reads the whole file;
+	// verify asks for it, so that a damaged page is a finding, never a
+	// fault.
+	CheckPages bool
 }
 
 // DB is an open Breakwater database file.
@@ -69,6 +76,10 @@ type DB struct {
 	commitMu sync.Mutex
 	seen     *seenSet // empty when read-only
 	readOnly bool
+	// pagesWalked is set when the file was opened read-only with
+	// CheckPages and its pages found sound: as the lock keeps writers out,
+	// Verify need not walk them again.
+	pagesWalked bool
 }
 
 // Open opens (creating if needed) the database file at path, checks its
@@ -92,7 +103,7 @@ func Open(path string, opts *Options) (*DB, error) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	if info != nil {
-		db, err := openChecked(path, info, timeout, opts.ReadOnly)
+		db, err := openChecked(path, info, timeout, opts.ReadOnly, opts.CheckPages)
 		if err != nil {
 			return nil, fmt.Errorf("open database %s: %w", path, err)
 		}

@@ -17,6 +17,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"breakwater/breaker"
+	"breakwater/robots"
 )
 
 // DefaultMaxProblems is how many problems a VerifyReport keeps by default.
@@ -28,6 +29,12 @@ type VerifyOptions struct {
 	// response or revisit record of to the number of such records: every
 	// page done must be among them, and every URL among them done.
 	Archive map[string]int
+	// ArchiveRedirects maps each URL of a 3xx response or revisit record
+	// in the archive to where each such record redirects (warc.Report's
+	// Redirects). A robots.txt fetch follows redirects, and archives each
+	// hop: through these, verify counts the hops of a robots.txt redirect
+	// as robots.txt fetches, not as pages without a result.
+	ArchiveRedirects map[string][]string
 	// ArchiveRepeats allows a URL in more than one record: the crawl
 	// refreshes pages (--recrawl-after), and each refresh archives its
 	// answer. Without it only robots.txt, fetched again by every run, and
@@ -49,13 +56,18 @@ type VerifyReport struct {
 	Pages, Failed                  int64
 	Hosts, Breakers, Transitions   int
 	Cases                          int
+	// PagesDamaged says the walk of the file's pages found them damaged:
+	// the problems name what, and no record was read.
+	PagesDamaged bool
 }
 
 // OK reports whether Verify found nothing wrong.
 func (r *VerifyReport) OK() bool { return len(r.Problems) == 0 && r.Omitted == 0 }
 
-// Verify checks the file: bbolt's own consistency check (tx.Check), and
-// the crawl's invariants. Every record decodes; the stored counters equal
+// Verify checks the file: its page tree walked with plain reads (see
+// pagewalk.go), and only if that is sound, bbolt's own consistency check
+// (tx.Check) and the crawl's invariants. Every record decodes, and the
+// meta bucket holds no unknown key; the stored counters equal
 // what the buckets hold, in total and per host, and so do the tallies;
 // every queued, deferred or staged URL is in the seen set, in one place
 // only, and not done unless it is queued again to replace its result
@@ -68,9 +80,11 @@ func (r *VerifyReport) OK() bool { return len(r.Problems) == 0 && r.Omitted == 0
 // by a case has an open one. With opts.Archive it checks the archive
 // against the results too.
 //
-// It only reads. A damaged page that makes bbolt panic or fault ends the
-// check with that as its last problem; the error is for a file that
-// cannot be read at all.
+// It only reads. A damaged page tree is reported as found, and neither
+// bbolt's check nor the invariants run: bbolt's reading of it could fault
+// in tx.Check's goroutine, where nothing can catch it. A page that still
+// makes bbolt panic or fault on this goroutine ends the check with that
+// as its last problem. The error is for a file that cannot be read at all.
 func (db *DB) Verify(opts VerifyOptions) (*VerifyReport, error) {
 	if opts.MaxProblems <= 0 {
 		opts.MaxProblems = DefaultMaxProblems
@@ -78,6 +92,18 @@ func (db *DB) Verify(opts VerifyOptions) (*VerifyReport, error) {
 	v := &verifier{opts: opts, rep: &VerifyReport{}}
 	err := guard(func() error {
 		return db.bolt.View(func(tx *bolt.Tx) error {
+			if !db.pagesWalked {
+				sound, err := walkPages(db.path, uint64(tx.ID()), func(format string, args ...any) {
+					v.addf("bbolt pages: "+format, args...)
+				}, nil)
+				if err != nil {
+					return fmt.Errorf("walk the pages of %s: %w", db.path, err)
+				}
+				if !sound {
+					v.rep.PagesDamaged = true
+					return nil // bbolt's reading of them would go wrong, or fault
+				}
+			}
 			v.tx = tx
 			v.run()
 			// Only once every page has been read under guard: tx.Check reads
@@ -119,6 +145,7 @@ type verifier struct {
 	staged     map[uint64]string // result key -> URL, flagged for a refresh
 	hosts      map[string]*HostCounts
 	done       map[string]bool // URLs with a result, for the archive check
+	robotsHops map[string]int  // records of each URL that are hops of a robots.txt redirect
 	caseHolds  []string        // hosts whose breaker a case holds
 	openCases  map[string]bool
 	requeued   int64 // queued or deferred URLs whose earlier result is still stored
@@ -150,6 +177,7 @@ func (v *verifier) run() {
 	v.openCases = map[string]bool{}
 	if v.opts.Archive != nil {
 		v.done = map[string]bool{}
+		v.robotsHops = robotsHops(v.opts.Archive, v.opts.ArchiveRedirects)
 	}
 	if !v.checkBuckets() {
 		return
@@ -220,8 +248,18 @@ func (v *verifier) seqOf(what string, bk *bolt.Bucket, k []byte) (uint64, bool) 
 	return seq, true
 }
 
+// metaKeys are the keys the meta bucket may hold.
+var metaKeys = []string{string(keySchema), string(keySettings), string(keyCounts), string(keyTallies),
+	string(keyRunningAt), string(keyArchive)}
+
 func (v *verifier) readMeta() {
 	meta := v.tx.Bucket(bucketMeta)
+	_ = meta.ForEach(func(k, _ []byte) error {
+		if !slices.Contains(metaKeys, string(k)) {
+			v.addf("meta: unknown key %q", k)
+		}
+		return nil
+	})
 	if err := readMeta(meta, keyCounts, &v.counts); err != nil {
 		v.addf("meta: %v", err)
 	}
@@ -706,25 +744,70 @@ func (v *verifier) readCaptures() {
 // again and archives each answer as it comes.
 func isRobots(u string) bool { return strings.HasSuffix(u, "/robots.txt") }
 
+// robotsHops counts, for each URL, the records of it in the archive that
+// are hops of a robots.txt redirect: a robots.txt fetch follows up to
+// robots.MaxRedirects redirects, to any path or host, and archives each
+// answer, so each 3xx record of a robots.txt URL, or of a hop, names the
+// next hop by its Location. The archive does not tell which of a URL's
+// records a redirect led to, so a URL that is both a hop and a page may
+// lend the hop's excuse to one of its page's records.
+func robotsHops(archive map[string]int, redirects map[string][]string) map[string]int {
+	hops := map[string]int{}
+	var from []string
+	for u := range archive {
+		if isRobots(u) {
+			from = append(from, u)
+		}
+	}
+	for range robots.MaxRedirects {
+		var next []string
+		for _, u := range from {
+			for _, target := range redirects[u] {
+				if isRobots(target) {
+					continue // followed from itself
+				}
+				if hops[target] == 0 {
+					next = append(next, target)
+				}
+				hops[target]++
+			}
+		}
+		from = next
+	}
+	for u, n := range hops {
+		hops[u] = min(n, archive[u]) // a hop refused by its host's breaker was not archived
+	}
+	return hops
+}
+
 // checkArchived checks one result against the archive.
 func (v *verifier) checkArchived(key uint64, r *Result) {
-	n := v.opts.Archive[r.URL]
+	n, hops := v.opts.Archive[r.URL], v.robotsHops[r.URL]
 	switch {
 	case !r.Failed() && r.Status != 0 && n == 0:
 		v.addf("page %s (result %d, status %d) is done but not in the archive", r.URL, key, r.Status)
-	case n > 1 && !v.opts.ArchiveRepeats && !isRobots(r.URL) && r.Status != 304:
-		v.addf("%s is in %d response or revisit records, want 1", r.URL, n)
+	case n-hops > 1 && !v.opts.ArchiveRepeats && !isRobots(r.URL) && r.Status != 304:
+		v.addf("%s is in %d response or revisit records%s, want 1", r.URL, n, hopsOf(hops))
 	}
 }
 
-// checkArchive checks that every URL in the archive is done.
+// hopsOf says how many of a URL's records are robots.txt redirect hops.
+func hopsOf(hops int) string {
+	if hops == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d of them hops of a robots.txt redirect)", hops)
+}
+
+// checkArchive checks that every URL in the archive is done, or a robots.txt
+// fetch.
 func (v *verifier) checkArchive() {
 	if v.opts.Archive == nil {
 		return
 	}
 	for _, u := range slices.Sorted(maps.Keys(v.opts.Archive)) {
-		if !v.done[u] && !isRobots(u) {
-			v.addf("%s is in the archive (%d records) but has no result in the database", u, v.opts.Archive[u])
+		if n, hops := v.opts.Archive[u], v.robotsHops[u]; !v.done[u] && !isRobots(u) && n > hops {
+			v.addf("%s is in the archive (%d records%s) but has no result in the database", u, n, hopsOf(hops))
 		}
 	}
 }

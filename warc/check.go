@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,6 +28,11 @@ type Report struct {
 	// Responses maps each WARC-Target-URI to the number of response and
 	// revisit records that hold it.
 	Responses map[string]int
+	// Redirects maps each WARC-Target-URI of a response or revisit record
+	// whose HTTP status is 3xx to where each such record's Location
+	// points, resolved against the URI: verify follows robots.txt
+	// redirects through them.
+	Redirects map[string][]string
 	// Unfinished are .open files: a crawl is writing them, or one crashed
 	// and has not been resumed.
 	Unfinished []string
@@ -62,7 +69,7 @@ func Check(dir string) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("warc-check: %w", err)
 	}
-	rep := &Report{Records: map[string]int{}, Responses: map[string]int{}}
+	rep := &Report{Records: map[string]int{}, Responses: map[string]int{}, Redirects: map[string][]string{}}
 	for _, de := range entries {
 		name := de.Name()
 		switch {
@@ -136,7 +143,11 @@ func (rep *Report) checkFile(path string) error {
 		}
 		switch typ {
 		case gowarc.Response, gowarc.Revisit:
-			rep.Responses[wr.WarcHeader().Get(gowarc.WarcTargetURI)]++
+			uri := wr.WarcHeader().Get(gowarc.WarcTargetURI)
+			rep.Responses[uri]++
+			if target, ok := redirectTarget(uri, wr.Block()); ok {
+				rep.Redirects[uri] = append(rep.Redirects[uri], target)
+			}
 			fallthrough
 		case gowarc.Request:
 			id := wr.WarcHeader().GetId(gowarc.WarcRecordID)
@@ -152,6 +163,36 @@ func (rep *Report) checkFile(path string) error {
 		}
 	}
 	return nil
+}
+
+// redirectTarget is where the HTTP response in block, archived for uri,
+// redirects: its Location resolved against uri, when its status is 3xx.
+// A revisit's block holds the response's header as well.
+func redirectTarget(uri string, block gowarc.Block) (string, bool) {
+	hb, ok := block.(gowarc.ProtocolHeaderBlock)
+	if !ok {
+		return "", false
+	}
+	head := hb.ProtocolHeaderBytes()
+	if !bytes.HasSuffix(head, []byte("\r\n\r\n")) { // the blank line that ends it may be left off
+		head = append(bytes.Clone(head), "\r\n"...)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(head)), nil)
+	if err != nil || resp.StatusCode < 300 || resp.StatusCode > 399 {
+		return "", false
+	}
+	loc := resp.Header.Get("Location")
+	base, err := url.Parse(uri)
+	if loc == "" || err != nil {
+		return "", false
+	}
+	ref, err := url.Parse(loc)
+	if err != nil {
+		return "", false
+	}
+	next := base.ResolveReference(ref)
+	next.Fragment, next.RawFragment = "", ""
+	return next.String(), true
 }
 
 // pairs reports whether other is the partner of a record of type typ.

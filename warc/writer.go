@@ -118,7 +118,7 @@ func Open(db Store, o Options) (*Writer, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("warc directory: %w", err)
 	}
 	state, _, err := db.ArchiveState()
@@ -410,7 +410,7 @@ func (w *Writer) create() error {
 	}
 	w.state = state
 	path := filepath.Join(w.opts.Dir, state.File+openSuffix)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("archive: create a WARC file: %w", err) // a PathError: the file and the cause
 	}
