@@ -52,21 +52,7 @@ func TestArchiveFollowsTheCrawl(t *testing.T) {
 		}
 		r := newRefreshRig(t, s)
 		dir := filepath.Join(t.TempDir(), "warc")
-		run := func() Summary {
-			opts := refreshOptions(aRootURL)
-			opts.WARC = WARCOptions{Dir: dir, Dedupe: true}
-			opts.Fetcher, opts.Now, opts.Logger = wired{r}, time.Now, rigLogger(t)
-			e, err := New(opts, r.db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.fake.refuse = e.circuitOpen
-			sum, err := e.Run(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			return sum
-		}
+		run := func() Summary { return archivedRun(t, r, dir, true) }
 		check := func() *warc.Report {
 			rep, err := warc.Check(dir)
 			if err != nil {
@@ -209,7 +195,7 @@ func archiveRecords(t *testing.T, dir string) []warcRecord {
 
 // archivedRun crawls r's file once with --warc into dir (none if ""), and
 // the refresh rig's fetcher giving its answers wire bytes.
-func archivedRun(t *testing.T, r *refreshRig, dir string, dedupe bool) {
+func archivedRun(t *testing.T, r *refreshRig, dir string, dedupe bool) Summary {
 	t.Helper()
 	opts := refreshOptions(aRootURL)
 	opts.WARC = WARCOptions{Dir: dir, Dedupe: dedupe}
@@ -219,9 +205,11 @@ func archivedRun(t *testing.T, r *refreshRig, dir string, dedupe bool) {
 		t.Fatal(err)
 	}
 	r.fake.refuse = e.circuitOpen
-	if _, err := e.Run(t.Context()); err != nil {
+	sum, err := e.Run(t.Context())
+	if err != nil {
 		t.Fatal(err)
 	}
+	return sum
 }
 
 // revisitsReferToResponses checks every revisit in recs against the
