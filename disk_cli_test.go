@@ -311,14 +311,7 @@ func TestWARCDirectoryMadeReadOnlyMidCrawl(t *testing.T) {
 	if o := p.wait(t, 60*time.Second); !finished(o, p) {
 		t.Fatalf("resume with the permission back: %+v\n%s", o, p.output())
 	}
-	rep := verifyClean(t, db, warcDir)
-	want := map[string]int{}
-	for u, r := range checkSiteDone(t, db, site) {
-		if archived(r) {
-			want[u] = 1
-		}
-	}
-	archivedOnce(t, rep, want)
+	everyPageArchivedOnce(t, db, warcDir, site)
 }
 
 func slicesClone(s []string) []string { return append([]string(nil), s...) }
@@ -385,14 +378,7 @@ func TestDiskFullWARCMovedToABiggerDisk(t *testing.T) {
 	if strings.Contains(p.stderr.String(), "not in the --warc directory") {
 		t.Errorf("the resume warned of a WARC file gone missing:\n%s", p.stderr.String())
 	}
-	rep := verifyClean(t, db, bigger)
-	want := map[string]int{}
-	for u, r := range checkSiteDone(t, db, site) {
-		if archived(r) {
-			want[u] = 1
-		}
-	}
-	archivedOnce(t, rep, want)
+	everyPageArchivedOnce(t, db, bigger, site)
 }
 
 // TestWARCMovedAfterACrash kills a crawl while it writes a WARC file,
@@ -428,7 +414,14 @@ func TestWARCMovedAfterACrash(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(bigger, strings.TrimSuffix(open, ".open"))); err != nil {
 		t.Errorf("the unfinished file was not finished in the new directory: %v", err)
 	}
-	rep := verifyClean(t, db, bigger)
+	everyPageArchivedOnce(t, db, bigger, site)
+}
+
+// everyPageArchivedOnce checks that the crawl in db is whole and done, and
+// that each page it archived is in warcDir exactly once.
+func everyPageArchivedOnce(t *testing.T, db, warcDir string, site *crashSite) {
+	t.Helper()
+	rep := verifyClean(t, db, warcDir)
 	want := map[string]int{}
 	for u, r := range checkSiteDone(t, db, site) {
 		if archived(r) {
