@@ -235,10 +235,7 @@ func TestDedupeAcrossFramings(t *testing.T) {
 	dir := t.TempDir()
 	db := openDB(t, filepath.Join(dir, "c.db"))
 	defer db.Close()
-	w, err := Open(db, Options{Dir: filepath.Join(dir, "warc"), Dedupe: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := openWriter(t, db, Options{Dir: filepath.Join(dir, "warc"), Dedupe: true})
 	page := strings.Repeat("same words ", 50)
 	at := time.Date(2026, 12, 1, 10, 0, 0, 123456789, time.UTC)
 	ex := func(path, head, body string, at time.Time) Exchange {

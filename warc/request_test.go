@@ -163,10 +163,7 @@ func TestWriterCleansRequests(t *testing.T) {
 			db := openDB(t, filepath.Join(dir, "c.db"))
 			defer db.Close()
 			warcs := filepath.Join(dir, "warc")
-			w, err := Open(db, Options{Dir: warcs, KeepSecrets: keep})
-			if err != nil {
-				t.Fatal(err)
-			}
+			w := openWriter(t, db, Options{Dir: warcs, KeepSecrets: keep})
 			ex := exchange("http://127.0.0.1:1/a", "body", time.Now())
 			ex.Request = []byte("GET http://127.0.0.1:1/a HTTP/1.1\r\nHost: 127.0.0.1:1\r\n" +
 				"Proxy-Authorization: Basic YWxpY2U6czNjcmV0\r\nAuthorization: Bearer TOPSECRET\r\nCookie: login=l1\r\n\r\n")

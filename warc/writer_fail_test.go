@@ -22,10 +22,7 @@ func TestFailedCommitLeavesNoRecordsBehind(t *testing.T) {
 	db := openDB(t, filepath.Join(dir, "c.db"))
 	defer db.Close()
 	warcs := filepath.Join(dir, "warc")
-	w, err := Open(db, Options{Dir: warcs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := openWriter(t, db, Options{Dir: warcs})
 	at := time.Now()
 	commit(t, w, db, encodeAll(t, w, exchange("http://127.0.0.1:1/done", "kept", at))...)
 	var failed storage.Batch

@@ -22,6 +22,16 @@ func openDB(t *testing.T, path string) *storage.DB {
 	return db
 }
 
+// openWriter opens the archive of db with o, failing the test if it cannot.
+func openWriter(t *testing.T, db Store, o Options) *Writer {
+	t.Helper()
+	w, err := Open(db, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 func exchange(uri, body string, at time.Time) Exchange {
 	u := strings.TrimPrefix(uri, "http://127.0.0.1:1")
 	return Exchange{
@@ -118,10 +128,7 @@ func TestOpenCutsBackWhatNoCommitAccountedFor(t *testing.T) {
 	dbPath := filepath.Join(dir, "c.db")
 	warcs := filepath.Join(dir, "warc")
 	db := openDB(t, dbPath)
-	w, err := Open(db, Options{Dir: warcs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := openWriter(t, db, Options{Dir: warcs})
 	at := time.Now()
 	commit(t, w, db, encodeAll(t, w, exchange("http://127.0.0.1:1/done", "kept", at))...)
 	var b storage.Batch
@@ -136,10 +143,7 @@ func TestOpenCutsBackWhatNoCommitAccountedFor(t *testing.T) {
 
 	db = openDB(t, dbPath)
 	defer db.Close()
-	w, err = Open(db, Options{Dir: warcs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w = openWriter(t, db, Options{Dir: warcs})
 	if open, _ := filepath.Glob(filepath.Join(warcs, "*.open")); len(open) != 0 {
 		t.Fatalf(".open files left after recovery: %v", open)
 	}
@@ -168,10 +172,7 @@ func TestOpenRemovesANewFileNoCommitReachedAndLeavesOthers(t *testing.T) {
 	dbPath := filepath.Join(dir, "c.db")
 	warcs := filepath.Join(dir, "warc")
 	db := openDB(t, dbPath)
-	w, err := Open(db, Options{Dir: warcs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := openWriter(t, db, Options{Dir: warcs})
 	var b storage.Batch
 	for _, e := range encodeAll(t, w, exchange("http://127.0.0.1:1/lost", "x", time.Now())) {
 		b.Attach(e)
@@ -205,10 +206,7 @@ func TestRevisitNeverCommittedAheadOfItsCapture(t *testing.T) {
 			dir := t.TempDir()
 			db := openDB(t, filepath.Join(dir, "c.db"))
 			defer db.Close()
-			w, err := Open(db, Options{Dir: filepath.Join(dir, "warc"), Dedupe: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			w := openWriter(t, db, Options{Dir: filepath.Join(dir, "warc"), Dedupe: true})
 			at := time.Now()
 			first := encodeAll(t, w, exchange("http://127.0.0.1:1/first", "same", at))[0]
 			dup := encodeAll(t, w, exchange("http://127.0.0.1:1/dup", "same", at))[0]
@@ -283,10 +281,7 @@ func TestOpenFindsTheUnfinishedFileWhereverItWasLeft(t *testing.T) {
 			dbPath := filepath.Join(dir, "c.db")
 			oldDir, newDir := filepath.Join(dir, "full"), filepath.Join(dir, "big")
 			db := openDB(t, dbPath)
-			w, err := Open(db, Options{Dir: oldDir})
-			if err != nil {
-				t.Fatal(err)
-			}
+			w := openWriter(t, db, Options{Dir: oldDir})
 			at := time.Now()
 			commit(t, w, db, encodeAll(t, w, exchange("http://127.0.0.1:1/done", "kept", at))...)
 			var b storage.Batch
@@ -303,10 +298,7 @@ func TestOpenFindsTheUnfinishedFileWhereverItWasLeft(t *testing.T) {
 			db = openDB(t, dbPath)
 			defer db.Close()
 			var log bytes.Buffer
-			w, err = Open(db, Options{Dir: newDir, Logger: slog.New(slog.NewTextHandler(&log, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
+			w = openWriter(t, db, Options{Dir: newDir, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 			commit(t, w, db, encodeAll(t, w, exchange("http://127.0.0.1:1/after", "resumed", at))...)
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
