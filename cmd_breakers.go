@@ -13,6 +13,7 @@ import (
 	"breakwater/control"
 	"breakwater/redisstore"
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 func runHosts(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -68,7 +69,7 @@ func runTransitions(ctx context.Context, args []string, stdout, stderr io.Writer
 	})
 }
 
-func printTransitions(w io.Writer, ts []storage.Transition) {
+func printTransitions(w io.Writer, ts []store.Transition) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tHOST\tFROM\tTO\tHOLD\tCAUSE")
 	for _, t := range ts {

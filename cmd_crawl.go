@@ -3,6 +3,7 @@ package main
 import (
 	"breakwater/metrics"
 	"breakwater/notify"
+	"breakwater/store"
 	"bufio"
 	"context"
 	"errors"
@@ -603,7 +604,7 @@ func crawlFleet(ctx context.Context, storeURL string, opts crawl.Options, given 
 		return err
 	}
 	defer st.Close()
-	if _, err := st.Settings(); errors.Is(err, storage.ErrNotFound) && len(opts.Seeds) == 0 && opts.SeedsFile == "" {
+	if _, err := st.Settings(); errors.Is(err, store.ErrNotFound) && len(opts.Seeds) == 0 && opts.SeedsFile == "" {
 		return usagef("no seed URLs: the store %s holds no crawl yet; give them as arguments or with --seeds", st.Path())
 	}
 	started := false

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"breakwater/control"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // csvColumns are export --format csv's columns, in order; failedColumns
@@ -34,14 +34,14 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	var write func(*storage.Result) error
+	var write func(*store.Result) error
 	w := bufio.NewWriterSize(stdout, 64<<10)
 	var flush func() error
 	switch *format {
 	case "jsonl":
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
-		write = func(r *storage.Result) error { return enc.Encode(r) }
+		write = func(r *store.Result) error { return enc.Encode(r) }
 		flush = w.Flush
 	case "csv":
 		cols := csvColumns
@@ -64,13 +64,13 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // csvExporter writes the header row of cols to w and returns the writer of
 // one result's row and the flush that ends the export.
-func csvExporter(w *bufio.Writer, cols []string) (write func(*storage.Result) error, flush func() error, err error) {
+func csvExporter(w *bufio.Writer, cols []string) (write func(*store.Result) error, flush func() error, err error) {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(cols); err != nil {
 		return nil, nil, fmt.Errorf("csv header: %w", err)
 	}
 	row := make([]string, len(cols))
-	write = func(r *storage.Result) error {
+	write = func(r *store.Result) error {
 		for i, c := range cols {
 			row[i] = csvField(r, c)
 			if !numericColumns[c] {
@@ -114,7 +114,7 @@ func defuseFormula(cell string) string {
 }
 
 // csvField is column c of r, as the JSON export writes it.
-func csvField(r *storage.Result, c string) string {
+func csvField(r *store.Result, c string) string {
 	switch c {
 	case "url":
 		return r.URL

@@ -12,6 +12,7 @@ import (
 	"breakwater/crawl"
 	"breakwater/redisstore"
 	"breakwater/storage"
+	"breakwater/store"
 	"breakwater/warc"
 )
 
@@ -230,7 +231,7 @@ func readArchive(db *storage.DB, dir string, opts *storage.VerifyOptions) ([]str
 		if json.Unmarshal(settings, &s) == nil && s.RecrawlAfter != 0 {
 			opts.ArchiveRepeats = true
 		}
-	} else if !errors.Is(err, storage.ErrNotFound) {
+	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
 	return problems, nil

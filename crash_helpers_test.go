@@ -27,6 +27,7 @@ import (
 
 	"breakwater/demosite"
 	"breakwater/storage"
+	"breakwater/store"
 	"breakwater/warc"
 )
 
@@ -359,15 +360,15 @@ func duplicates(t testing.TB, answers map[string][]answer, kills []time.Time) (t
 }
 
 // results reads every stored result of the crawl in db.
-func results(t testing.TB, db string) map[string]*storage.Result {
+func results(t testing.TB, db string) map[string]*store.Result {
 	t.Helper()
 	d, err := storage.Open(db, &storage.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	out := map[string]*storage.Result{}
-	if err := d.ForEachResult(func(r *storage.Result) error { out[r.URL] = r; return nil }); err != nil {
+	out := map[string]*store.Result{}
+	if err := d.ForEachResult(func(r *store.Result) error { out[r.URL] = r; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -377,7 +378,7 @@ func results(t testing.TB, db string) map[string]*storage.Result {
 // of the site, and that every page of a host that always answers has an
 // answer (200, or 304 to a refresh): every reachable page was fetched. It
 // returns the results.
-func checkSiteDone(t testing.TB, db string, site *crashSite) map[string]*storage.Result {
+func checkSiteDone(t testing.TB, db string, site *crashSite) map[string]*store.Result {
 	t.Helper()
 	res := results(t, db)
 	pages := site.pages()
@@ -444,9 +445,9 @@ func verifyClean(t testing.TB, db, warcDir string) *warc.Report {
 	if err != nil {
 		t.Fatalf("verify %s: %v", db, err)
 	}
-	done := map[string]*storage.Result{}
+	done := map[string]*store.Result{}
 	var failed int64
-	if err := d.ForEachResult(func(r *storage.Result) error {
+	if err := d.ForEachResult(func(r *store.Result) error {
 		if _, dup := done[r.URL]; dup {
 			t.Errorf("verify %s: %s has two results", db, r.URL)
 		}
@@ -462,9 +463,9 @@ func verifyClean(t testing.TB, db, warcDir string) *warc.Report {
 		t.Errorf("verify %s: counts say %d fetched and %d failed; the results are %d, %d of them failed",
 			db, counts.Fetched, counts.Failed, len(done), failed)
 	}
-	var sum storage.HostCounts
+	var sum store.HostCounts
 	var hosts []string
-	if err := d.ForEachHost(func(host string, c storage.HostCounts) error {
+	if err := d.ForEachHost(func(host string, c store.HostCounts) error {
 		hosts = append(hosts, host)
 		sum.Queued, sum.Deferred, sum.Fetched, sum.Failed = sum.Queued+c.Queued, sum.Deferred+c.Deferred,
 			sum.Fetched+c.Fetched, sum.Failed+c.Failed
@@ -549,7 +550,7 @@ var checkMu sync.Mutex
 // answer, and not one of its host's robots.txt (a URL that fails because
 // robots.txt could not be had was never asked; robots.txt's own answer is
 // archived under its URL).
-func archived(r *storage.Result) bool {
+func archived(r *store.Result) bool {
 	return r.Status != 0 && !strings.HasSuffix(r.FinalURL, "/robots.txt") && !strings.Contains(r.Error, "robots.txt")
 }
 

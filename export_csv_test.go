@@ -1,6 +1,7 @@
 package main
 
 import (
+	"breakwater/store"
 	"bufio"
 	"bytes"
 	"fmt"
@@ -9,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"breakwater/storage"
 )
 
 // Every text cell a spreadsheet would read as a formula gets a leading
@@ -27,7 +26,7 @@ func TestExportCSVDefusesFormulas(t *testing.T) {
 	var cases []want
 	for i, lead := range []string{"=", "+", "-", "@", "\t", "\r", "'"} {
 		v := lead + "HYPERLINK(\"http://evil.example/\",\"x\")"
-		r := &storage.Result{URL: v, Title: v, Error: v, ErrorClass: v, Referrer: v, ETag: v, Host: v,
+		r := &store.Result{URL: v, Title: v, Error: v, ErrorClass: v, Referrer: v, ETag: v, Host: v,
 			Status: 200 + i, Attempts: 1, DurationMS: -5, Depth: 2, Length: 10, Outlinks: 3,
 			FetchedAt: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)}
 		if err := write(r); err != nil {
@@ -39,7 +38,7 @@ func TestExportCSVDefusesFormulas(t *testing.T) {
 		cases = append(cases, want{"status", fmt.Sprint(200 + i)}, want{"duration_ms", "-5"}, want{"depth", "2"},
 			want{"truncated", "false"}, want{"fetched_at", "2024-01-02T03:04:05Z"})
 	}
-	safe := &storage.Result{URL: "http://a.example/", Title: "a=b, \"c\"", Error: "status 404", ErrorClass: "permanent", Status: 404}
+	safe := &store.Result{URL: "http://a.example/", Title: "a=b, \"c\"", Error: "status 404", ErrorClass: "permanent", Status: 404}
 	if err := write(safe); err != nil {
 		t.Fatal(err)
 	}

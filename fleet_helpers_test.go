@@ -23,7 +23,7 @@ import (
 	"breakwater/control"
 	"breakwater/demosite"
 	"breakwater/redisstore"
-	"breakwater/storage"
+	"breakwater/store"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -181,8 +181,8 @@ func procOf(procs []*fleetProc, r demosite.Request) string {
 // fleetArgs are a fleet crawl of seeds on store: fast timeouts, short
 // rests and leases, a generous retry budget (it lives in each process),
 // every request counted by the tests (no sitemaps).
-func fleetArgs(store string, extra []string, seeds ...string) []string {
-	args := []string{"crawl", "--store", store, "--allow-private", "--fleet-lease", "1s",
+func fleetArgs(storeURL string, extra []string, seeds ...string) []string {
+	args := []string{"crawl", "--store", storeURL, "--allow-private", "--fleet-lease", "1s",
 		"--workers", "4", "--host-concurrency", "2", "--delay", "10ms",
 		"--timeout", "2s", "--connect-timeout", "1s",
 		"--breaker-threshold", "3", "--breaker-rest", "500ms", "--breaker-probes", "1", "--give-up-after", "2s",
@@ -194,24 +194,24 @@ func fleetArgs(store string, extra []string, seeds ...string) []string {
 
 // storeJSON runs a read command on store with --json and decodes its
 // output into v.
-func storeJSON(t testing.TB, v any, cmd, store string, extra ...string) {
+func storeJSON(t testing.TB, v any, cmd, storeURL string, extra ...string) {
 	t.Helper()
-	args := append([]string{cmd, "--store", store, "--json"}, extra...)
+	args := append([]string{cmd, "--store", storeURL, "--json"}, extra...)
 	r := mustRun(t, exitOK, args...)
 	if err := json.Unmarshal([]byte(r.stdout), v); err != nil {
 		t.Fatalf("breakwater %s: not JSON: %v\n%s", strings.Join(args, " "), err, r)
 	}
 }
 
-func storeStatus(t testing.TB, store string) control.Status {
+func storeStatus(t testing.TB, storeURL string) control.Status {
 	var st control.Status
-	storeJSON(t, &st, "status", store)
+	storeJSON(t, &st, "status", storeURL)
 	return st
 }
 
-func storeHosts(t testing.TB, store string) map[string]control.HostRow {
+func storeHosts(t testing.TB, storeURL string) map[string]control.HostRow {
 	var rows []control.HostRow
-	storeJSON(t, &rows, "hosts", store)
+	storeJSON(t, &rows, "hosts", storeURL)
 	out := map[string]control.HostRow{}
 	for _, r := range rows {
 		out[r.Host] = r
@@ -219,23 +219,23 @@ func storeHosts(t testing.TB, store string) map[string]control.HostRow {
 	return out
 }
 
-func storeTransitions(t testing.TB, store string) []storage.Transition {
-	var ts []storage.Transition
-	storeJSON(t, &ts, "transitions", store)
+func storeTransitions(t testing.TB, storeURL string) []store.Transition {
+	var ts []store.Transition
+	storeJSON(t, &ts, "transitions", storeURL)
 	return ts
 }
 
-func storeCases(t testing.TB, store string) []storage.Case {
-	var cs []storage.Case
-	storeJSON(t, &cs, "cases", store)
+func storeCases(t testing.TB, storeURL string) []store.Case {
+	var cs []store.Case
+	storeJSON(t, &cs, "cases", storeURL)
 	return cs
 }
 
 // storeExport reads `export --store` (jsonl) back, by URL; a URL listed
 // twice fails the test.
-func storeExport(t testing.TB, store string) map[string]map[string]any {
+func storeExport(t testing.TB, storeURL string) map[string]map[string]any {
 	t.Helper()
-	r := mustRun(t, exitOK, "export", "--store", store, "--format", "jsonl")
+	r := mustRun(t, exitOK, "export", "--store", storeURL, "--format", "jsonl")
 	out := map[string]map[string]any{}
 	sc := bufio.NewScanner(strings.NewReader(r.stdout))
 	sc.Buffer(nil, 1<<20)

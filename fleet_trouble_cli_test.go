@@ -23,12 +23,12 @@ import (
 	"breakwater/demosite"
 	"breakwater/redisstore"
 	"breakwater/redisstore/redistest"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // troubleArgs are the arguments of a fast fleet crawl of site into store.
-func troubleArgs(store string, site *demosite.Site, extra ...string) []string {
-	args := []string{"crawl", "--store", store, "--allow-private", "--workers", "8", "--delay", "20ms",
+func troubleArgs(storeURL string, site *demosite.Site, extra ...string) []string {
+	args := []string{"crawl", "--store", storeURL, "--allow-private", "--workers", "8", "--delay", "20ms",
 		"--timeout", "2s", "--connect-timeout", "1s", "--log-format", "text", "--log-level", "info",
 		"--progress", "never", "--sitemaps=false", "--fleet-id", "trouble-1"}
 	args = append(args, extra...)
@@ -65,8 +65,8 @@ func troubleCheck(t *testing.T, url string, site *demosite.Site) (twice int) {
 		t.Fatalf("open the store after the crawl: %v", err)
 	}
 	defer st.Close()
-	got := map[string]*storage.Result{}
-	if err := st.ForEachResult(func(r *storage.Result) error { got[r.URL] = r; return nil }); err != nil {
+	got := map[string]*store.Result{}
+	if err := st.ForEachResult(func(r *store.Result) error { got[r.URL] = r; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	fetches := map[string]int{}

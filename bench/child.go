@@ -19,6 +19,7 @@ import (
 	"breakwater/crawl"
 	"breakwater/frontier"
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 // ChildReport is what the child process prints, as one JSON line, when its
@@ -152,7 +153,7 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 	return rep.finish(stdout, start, sum.Counts)
 }
 
-func (rep *ChildReport) finish(stdout io.Writer, start time.Time, c storage.Counts) error {
+func (rep *ChildReport) finish(stdout io.Writer, start time.Time, c store.Counts) error {
 	rep.WallNS = int64(time.Since(start))
 	rep.Fetched, rep.Failed, rep.Queued = c.Fetched, c.Failed, c.Queued
 	if st, err := readProcStatus("self"); err == nil {
@@ -193,7 +194,7 @@ func addLines(f *frontier.Frontier, path string) error {
 	}
 	defer in.Close()
 	sc := bufio.NewScanner(in)
-	batch := make([]storage.Item, 0, frontierAddBatch)
+	batch := make([]store.Item, 0, frontierAddBatch)
 	for sc.Scan() {
 		it, err := frontier.NewItem(sc.Text(), 0, 0)
 		if err != nil {
@@ -204,7 +205,7 @@ func addLines(f *frontier.Frontier, path string) error {
 				return err
 			}
 			// Add hands the slice to the writer: the next batch needs its own.
-			batch = make([]storage.Item, 0, frontierAddBatch)
+			batch = make([]store.Item, 0, frontierAddBatch)
 		}
 	}
 	if err := f.Add(batch...); err != nil {

@@ -7,6 +7,7 @@ import (
 	"breakwater/demosite"
 	"breakwater/frontier"
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 // DeadRun is one crawl of the dead-host section.
@@ -232,7 +233,7 @@ func inspectDead(db *storage.DB, host string, out *DeadRun) error {
 	if host == "" {
 		return nil
 	}
-	err := db.ForEachResult(func(res *storage.Result) error {
+	err := db.ForEachResult(func(res *store.Result) error {
 		if res.Host != host {
 			return nil
 		}
@@ -249,7 +250,7 @@ func inspectDead(db *storage.DB, host string, out *DeadRun) error {
 	if err != nil {
 		return err
 	}
-	err = db.ForEachTransition(func(t storage.Transition) error {
+	err = db.ForEachTransition(func(t store.Transition) error {
 		if t.Host == host && t.To == "open" && out.opened.IsZero() {
 			out.opened = t.At
 		}
@@ -258,7 +259,7 @@ func inspectDead(db *storage.DB, host string, out *DeadRun) error {
 	if err != nil {
 		return err
 	}
-	return db.ForEachHost(func(h string, c storage.HostCounts) error {
+	return db.ForEachHost(func(h string, c store.HostCounts) error {
 		if h == host {
 			out.DeadLeft = c.Queued + c.Deferred
 		}

@@ -13,6 +13,7 @@ import (
 
 	"breakwater/frontier"
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 // FrontierResult is the frontier section: the bbolt frontier on its own,
@@ -99,8 +100,8 @@ func medianRate(walls []time.Duration, n int) (median time.Duration, rate, lowes
 
 // frontierItems spreads n URLs over hosts hosts, page-major so that
 // consecutive Adds touch many hosts as a crawl's discoveries do.
-func frontierItems(n, hosts int) ([]storage.Item, error) {
-	items := make([]storage.Item, n)
+func frontierItems(n, hosts int) ([]store.Item, error) {
+	items := make([]store.Item, n)
 	for i := range items {
 		u := fmt.Sprintf("http://h%04d.bench.test/articles/%d/index.html", i%hosts, i/hosts)
 		it, err := frontier.NewItem(u, 1, 0)
@@ -112,7 +113,7 @@ func frontierItems(n, hosts int) ([]storage.Item, error) {
 	return items, nil
 }
 
-func (r *runner) enqueueAll(path string, items []storage.Item) (time.Duration, error) {
+func (r *runner) enqueueAll(path string, items []store.Item) (time.Duration, error) {
 	db, err := storage.Open(path, nil)
 	if err != nil {
 		return 0, err
@@ -133,7 +134,7 @@ func (r *runner) enqueueAll(path string, items []storage.Item) (time.Duration, e
 		return 0, err
 	}
 	wall := r.cfg.since(start)
-	return wall, checkCounts(db, storage.Counts{Queued: int64(len(items))})
+	return wall, checkCounts(db, store.Counts{Queued: int64(len(items))})
 }
 
 func (r *runner) leaseAll(ctx context.Context, path string, n int) (time.Duration, error) {
@@ -158,7 +159,7 @@ func (r *runner) leaseAll(ctx context.Context, path string, n int) (time.Duratio
 	if err != nil {
 		return 0, fmt.Errorf("frontier lease: %w", err)
 	}
-	return wall, checkCounts(db, storage.Counts{Fetched: int64(n)})
+	return wall, checkCounts(db, store.Counts{Fetched: int64(n)})
 }
 
 // leaseWorker leases until the frontier is exhausted, completing each URL
@@ -181,14 +182,14 @@ func leaseWorker(ctx context.Context, f *frontier.Frontier, now func() time.Time
 
 var fakeSHA = strings.Repeat("5e", 32)
 
-func pageResult(it storage.Item, at time.Time) *storage.Result {
-	return &storage.Result{URL: it.URL, FinalURL: it.URL, Host: it.Host, Status: 200,
+func pageResult(it store.Item, at time.Time) *store.Result {
+	return &store.Result{URL: it.URL, FinalURL: it.URL, Host: it.Host, Status: 200,
 		ContentType: "text/html; charset=utf-8", Length: 3100, FetchedAt: at.UTC(), DurationMS: 3,
 		Depth: it.Depth, Title: "bench page", Outlinks: 8, SHA256: fakeSHA, Attempts: 1}
 }
 
 // checkCounts verifies the file's counters where want is non-zero.
-func checkCounts(db *storage.DB, want storage.Counts) error {
+func checkCounts(db *storage.DB, want store.Counts) error {
 	got, err := db.Counts()
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 	"breakwater/demosite"
 	"breakwater/frontier"
 	"breakwater/storage"
+	"breakwater/store"
 	"breakwater/warc"
 )
 
@@ -168,7 +169,7 @@ type SoakHost struct {
 	Robots   int         `json:"robots"`
 	Statuses map[int]int `json:"statuses,omitempty"`
 	// Stored are its URLs' counts in the file at the end.
-	Stored storage.HostCounts `json:"stored"`
+	Stored store.HostCounts `json:"stored"`
 	// Transitions counts its breaker transitions by the state entered.
 	Transitions map[string]int `json:"transitions,omitempty"`
 	// First and Last are when its first and last requests (robots.txt
@@ -542,7 +543,7 @@ func (s *SoakResult) inspectFile(path string, healthy, unhealthy []*demosite.Hos
 		}
 		healthyKeys[key] = true
 	}
-	err = db.ForEachResult(func(res *storage.Result) error {
+	err = db.ForEachResult(func(res *store.Result) error {
 		if healthyKeys[res.Host] && res.Attempts > 1 {
 			s.HealthyRetried++
 		}
@@ -567,7 +568,7 @@ func (s *SoakResult) inspectFile(path string, healthy, unhealthy []*demosite.Hos
 			}
 		}
 	}
-	err = db.ForEachHost(func(host string, c storage.HostCounts) error {
+	err = db.ForEachHost(func(host string, c store.HostCounts) error {
 		if h := byKey[host]; h != nil {
 			h.Stored = c
 		}
@@ -576,7 +577,7 @@ func (s *SoakResult) inspectFile(path string, healthy, unhealthy []*demosite.Hos
 	if err != nil {
 		return err
 	}
-	err = db.ForEachTransition(func(t storage.Transition) error {
+	err = db.ForEachTransition(func(t store.Transition) error {
 		if h := byKey[t.Host]; h != nil {
 			if h.Transitions == nil {
 				h.Transitions = map[string]int{}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 // API is what the inspection and control commands ask of a crawl, running
@@ -22,9 +23,9 @@ type API interface {
 	Hosts(state string) ([]HostRow, error)
 	// Transitions lists the logged breaker transitions, oldest first, of
 	// host (empty: all hosts) at or after since.
-	Transitions(host string, since time.Time) ([]storage.Transition, error)
+	Transitions(host string, since time.Time) ([]store.Transition, error)
 	// Cases lists the recorded refusals, oldest first.
-	Cases() ([]storage.Case, error)
+	Cases() ([]store.Case, error)
 	// Pause holds host open (no probes, no automatic close) until
 	// Unpause; reason is required and logged. There is deliberately no
 	// force-close.
@@ -38,7 +39,7 @@ type API interface {
 	// Results calls fn with every result stored when the call began, or
 	// only the failures, each URL once; fn's error stops it. A running
 	// crawl streams them, so an export never waits for the crawl to end.
-	Results(failedOnly bool, fn func(*storage.Result) error) error
+	Results(failedOnly bool, fn func(*store.Result) error) error
 }
 
 // Args are the arguments of a command on the wire; each command reads the
@@ -53,7 +54,7 @@ type Args struct {
 
 // Status is what `breakwater status` shows.
 type Status struct {
-	storage.Counts
+	store.Counts
 	Running       bool           `json:"running"`
 	InFlight      int            `json:"in_flight"`
 	Hosts         int            `json:"hosts"`
@@ -123,6 +124,6 @@ type LiveHost struct {
 // read in short transactions (storage.ScanResults), so that a slow reader
 // at the far end of the socket never holds one open: a running crawl's
 // commit that grows the file would wait for it.
-func ForEachResult(db *storage.DB, failedOnly bool, fn func(*storage.Result) error) error {
+func ForEachResult(db *storage.DB, failedOnly bool, fn func(*store.Result) error) error {
 	return db.ScanResults(failedOnly, fn)
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"breakwater/breaker"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // Change is a manual breaker change, as Pause, Unpause and ResolveCase
@@ -18,7 +18,7 @@ type Change struct {
 	// Apply changes the breaker of Host in r at now.
 	Apply func(r *breaker.Registry, now time.Time) error
 	// Write, if not nil, adds what must be written with the change.
-	Write func(b *storage.Batch, now time.Time)
+	Write func(b *store.Batch, now time.Time)
 }
 
 // PauseChange is the change Pause makes: it normalizes host and requires
@@ -58,6 +58,6 @@ func ResolveChange(host string) (Change, error) {
 	return Change{
 		Host:  host,
 		Apply: func(r *breaker.Registry, now time.Time) error { return r.ResolveCase(host, now) },
-		Write: func(b *storage.Batch, now time.Time) { b.ResolveCases(host, now) },
+		Write: func(b *store.Batch, now time.Time) { b.ResolveCases(host, now) },
 	}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 // Client answers the API by forwarding each call to the crawl serving a
@@ -37,12 +38,12 @@ func (c *Client) Hosts(state string) ([]HostRow, error) {
 }
 
 // Transitions asks the crawl for its logged transitions.
-func (c *Client) Transitions(host string, since time.Time) ([]storage.Transition, error) {
+func (c *Client) Transitions(host string, since time.Time) ([]store.Transition, error) {
 	return forward(c, cmdTrans, Args{Host: host, Since: since})
 }
 
 // Cases asks the crawl for its recorded refusals.
-func (c *Client) Cases() ([]storage.Case, error) { return forward(c, cmdCases, Args{}) }
+func (c *Client) Cases() ([]store.Case, error) { return forward(c, cmdCases, Args{}) }
 
 // Pause asks the crawl to pause host.
 func (c *Client) Pause(host, reason string) error {
@@ -63,9 +64,9 @@ func (c *Client) ResolveCase(host string) error {
 }
 
 // Results asks the crawl for its results, streamed one a line.
-func (c *Client) Results(failedOnly bool, fn func(*storage.Result) error) error {
+func (c *Client) Results(failedOnly bool, fn func(*store.Result) error) error {
 	return stream(c.path, cmdResults, Args{Failed: failedOnly}, func(line json.RawMessage) error {
-		var r storage.Result
+		var r store.Result
 		if err := json.Unmarshal(line, &r); err != nil {
 			return fmt.Errorf("control results: decode a result: %w", err)
 		}

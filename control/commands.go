@@ -1,9 +1,8 @@
 package control
 
 import (
+	"breakwater/store"
 	"fmt"
-
-	"breakwater/storage"
 )
 
 // The command table: every command the socket answers, one register call
@@ -13,16 +12,16 @@ import (
 var (
 	cmdStatus = register("status", func(api API, _ Args) (*Status, error) { return api.Status() })
 	cmdHosts  = register("hosts", func(api API, a Args) ([]HostRow, error) { return api.Hosts(a.State) })
-	cmdTrans  = register("transitions", func(api API, a Args) ([]storage.Transition, error) {
+	cmdTrans  = register("transitions", func(api API, a Args) ([]store.Transition, error) {
 		return api.Transitions(a.Host, a.Since)
 	})
-	cmdCases   = register("cases", func(api API, _ Args) ([]storage.Case, error) { return api.Cases() })
+	cmdCases   = register("cases", func(api API, _ Args) ([]store.Case, error) { return api.Cases() })
 	cmdPause   = register("pause", func(api API, a Args) (done, error) { return done{}, api.Pause(a.Host, a.Reason) })
 	cmdUnpause = register("unpause", func(api API, a Args) (done, error) { return done{}, api.Unpause(a.Host) })
 	cmdResolve = register("resolve", func(api API, a Args) (done, error) { return done{}, api.ResolveCase(a.Host) })
 	// results streams: each result is one line of the answer (see stream).
 	cmdResults = registerStream("results", func(api API, a Args, emit func(any) error) error {
-		return api.Results(a.Failed, func(r *storage.Result) error { return emit(r) })
+		return api.Results(a.Failed, func(r *store.Result) error { return emit(r) })
 	})
 )
 

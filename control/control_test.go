@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 // TestMain fails the package when Serve leaves its accept loop or its
@@ -30,12 +31,12 @@ var discard = slog.New(slog.DiscardHandler)
 type fakeAPI struct {
 	StatusFn      func() (*Status, error)
 	HostsFn       func(state string) ([]HostRow, error)
-	TransitionsFn func(host string, since time.Time) ([]storage.Transition, error)
-	CasesFn       func() ([]storage.Case, error)
+	TransitionsFn func(host string, since time.Time) ([]store.Transition, error)
+	CasesFn       func() ([]store.Case, error)
 	PauseFn       func(host, reason string) error
 	UnpauseFn     func(host string) error
 	ResolveCaseFn func(host string) error
-	ResultsFn     func(failedOnly bool, fn func(*storage.Result) error) error
+	ResultsFn     func(failedOnly bool, fn func(*store.Result) error) error
 }
 
 var _ API = (*fakeAPI)(nil)
@@ -56,14 +57,14 @@ func (f *fakeAPI) Hosts(state string) ([]HostRow, error) {
 	return f.HostsFn(state)
 }
 
-func (f *fakeAPI) Transitions(host string, since time.Time) ([]storage.Transition, error) {
+func (f *fakeAPI) Transitions(host string, since time.Time) ([]store.Transition, error) {
 	if f.TransitionsFn == nil {
 		return nil, errNotFaked
 	}
 	return f.TransitionsFn(host, since)
 }
 
-func (f *fakeAPI) Cases() ([]storage.Case, error) {
+func (f *fakeAPI) Cases() ([]store.Case, error) {
 	if f.CasesFn == nil {
 		return nil, errNotFaked
 	}
@@ -91,7 +92,7 @@ func (f *fakeAPI) ResolveCase(host string) error {
 	return f.ResolveCaseFn(host)
 }
 
-func (f *fakeAPI) Results(failedOnly bool, fn func(*storage.Result) error) error {
+func (f *fakeAPI) Results(failedOnly bool, fn func(*store.Result) error) error {
 	if f.ResultsFn == nil {
 		return errNotFaked
 	}
@@ -131,15 +132,15 @@ type recorder struct {
 }
 
 var (
-	fStatus = &Status{Counts: storage.Counts{Seen: 5, Queued: 1, Fetched: 3, Failed: 1}, Running: true,
+	fStatus = &Status{Counts: store.Counts{Seen: 5, Queued: 1, Fetched: 3, Failed: 1}, Running: true,
 		InFlight: 2, Hosts: 2, HostsQueued: 1, FailedByClass: map[string]int{"timeout": 1},
 		StatusCodes: map[int]int{200: 3}}
 	fRows = []HostRow{{Host: "a.example", State: "open", Hold: "paused", HoldReason: "maintenance",
 		Failures: 3, OpenedAt: t0, RestRemaining: time.Minute, Queued: 4, Deferred: 1, Fetched: 2, Failed: 1,
 		Interval: time.Second, Throttles: 1, Retries: 2, FirstAttempts: 9}}
-	fTrans = []storage.Transition{{At: t0, Host: "a.example", From: "closed", To: "open", Class: "transient",
+	fTrans = []store.Transition{{At: t0, Host: "a.example", From: "closed", To: "open", Class: "transient",
 		Detail: "timeout", Generation: 4}}
-	fCases = []storage.Case{{Host: "a.example", At: t0, URL: "http://a.example/", Status: 403,
+	fCases = []store.Case{{Host: "a.example", At: t0, URL: "http://a.example/", Status: 403,
 		Excerpt: "not you, breakwater", Resolved: t0.Add(time.Hour)}}
 )
 
@@ -149,11 +150,11 @@ func newRecorder() *recorder {
 	r.fakeAPI = fakeAPI{
 		StatusFn: func() (*Status, error) { log("Status()"); return fStatus, r.err },
 		HostsFn:  func(state string) ([]HostRow, error) { log("Hosts(%s)", state); return fRows, r.err },
-		TransitionsFn: func(host string, since time.Time) ([]storage.Transition, error) {
+		TransitionsFn: func(host string, since time.Time) ([]store.Transition, error) {
 			log("Transitions(%s, %s)", host, since.Format(time.RFC3339Nano))
 			return fTrans, r.err
 		},
-		CasesFn:       func() ([]storage.Case, error) { log("Cases()"); return fCases, r.err },
+		CasesFn:       func() ([]store.Case, error) { log("Cases()"); return fCases, r.err },
 		PauseFn:       func(host, reason string) error { log("Pause(%s, %s)", host, reason); return r.err },
 		UnpauseFn:     func(host string) error { log("Unpause(%s)", host); return r.err },
 		ResolveCaseFn: func(host string) error { log("ResolveCase(%s)", host); return r.err },
@@ -239,13 +240,13 @@ func TestResultsStream(t *testing.T) {
 	release := make(chan struct{})
 	api := &fakeAPI{
 		StatusFn: func() (*Status, error) { return fStatus, nil },
-		ResultsFn: func(failedOnly bool, fn func(*storage.Result) error) error {
+		ResultsFn: func(failedOnly bool, fn func(*store.Result) error) error {
 			gotFilter = append(gotFilter, failedOnly)
 			for i := range n {
 				if i == n/2 && failedOnly {
 					<-release // a slow read, half way
 				}
-				r := &storage.Result{URL: fmt.Sprintf("http://a.example/%d", i), Status: 200,
+				r := &store.Result{URL: fmt.Sprintf("http://a.example/%d", i), Status: 200,
 					Title: "comma, \"quote\"\nnewline", Referrer: "http://a.example/"}
 				if err := fn(r); err != nil {
 					return err
@@ -260,9 +261,9 @@ func TestResultsStream(t *testing.T) {
 	path, _ := serve(t, api)
 	client := NewClient(path)
 	done := make(chan error, 1)
-	var got []*storage.Result
+	var got []*store.Result
 	go func() {
-		done <- client.Results(true, func(r *storage.Result) error { got = append(got, r); return nil })
+		done <- client.Results(true, func(r *store.Result) error { got = append(got, r); return nil })
 	}()
 	// While that stream waits half way, status still answers.
 	if st, err := client.Status(); err != nil || st.Seen != fStatus.Seen {
@@ -276,7 +277,7 @@ func TestResultsStream(t *testing.T) {
 		got[0].Referrer != "http://a.example/" {
 		t.Fatalf("got %d results, last %+v", len(got), got[len(got)-1])
 	}
-	err := client.Results(false, func(*storage.Result) error { return nil })
+	err := client.Results(false, func(*store.Result) error { return nil })
 	if err == nil || err.Error() != "disk on fire" {
 		t.Errorf("a failing stream = %v, want its error", err)
 	}
@@ -284,7 +285,7 @@ func TestResultsStream(t *testing.T) {
 		t.Errorf("filters seen %v", gotFilter)
 	}
 	stop := errors.New("reader gave up")
-	if err := client.Results(true, func(*storage.Result) error { return stop }); !errors.Is(err, stop) {
+	if err := client.Results(true, func(*store.Result) error { return stop }); !errors.Is(err, stop) {
 		t.Errorf("a reader's error = %v, want it back", err)
 	}
 }
@@ -489,7 +490,7 @@ func TestResultsStreamCutShort(t *testing.T) {
 		conn.Close()
 	}()
 	n := 0
-	err = NewClient(path).Results(false, func(*storage.Result) error { n++; return nil })
+	err = NewClient(path).Results(false, func(*store.Result) error { n++; return nil })
 	if err == nil || !strings.Contains(err.Error(), "ended early") || n != 1 {
 		t.Fatalf("cut stream: %d results, err %v", n, err)
 	}

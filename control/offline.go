@@ -7,6 +7,7 @@ import (
 
 	"breakwater/breaker"
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 // Offline answers the API from a database file no crawl holds: breaker
@@ -43,15 +44,15 @@ func (o *Offline) Hosts(state string) ([]HostRow, error) {
 }
 
 // Transitions lists the logged transitions; see API.
-func (o *Offline) Transitions(host string, since time.Time) ([]storage.Transition, error) {
+func (o *Offline) Transitions(host string, since time.Time) ([]store.Transition, error) {
 	return ReadTransitions(o.db, host, since)
 }
 
 // Cases lists the recorded refusals.
-func (o *Offline) Cases() ([]storage.Case, error) { return ReadCases(o.db) }
+func (o *Offline) Cases() ([]store.Case, error) { return ReadCases(o.db) }
 
 // Results reads the results from the file.
-func (o *Offline) Results(failedOnly bool, fn func(*storage.Result) error) error {
+func (o *Offline) Results(failedOnly bool, fn func(*store.Result) error) error {
 	return ForEachResult(o.db, failedOnly, fn)
 }
 
@@ -87,21 +88,21 @@ func (o *Offline) ResolveCase(host string) error {
 // writes in one transaction.
 func (o *Offline) apply(ch Change) error {
 	now := o.now()
-	var logged []storage.Transition
+	var logged []store.Transition
 	// The crawl's --breaker-* settings, as stored in the file; the breaker
 	// package's defaults for those it lacks.
 	reg := breaker.NewRegistry(o.breakerConfig(), func(t breaker.Transition) {
-		logged = append(logged, storage.NewTransition(t))
+		logged = append(logged, store.NewTransition(t))
 	})
 	if b, err := o.db.Breaker(ch.Host); err == nil {
 		reg.Load(ch.Host, b)
-	} else if !errors.Is(err, storage.ErrNotFound) {
+	} else if !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	if err := ch.Apply(reg, now); err != nil {
 		return err
 	}
-	var batch storage.Batch
+	var batch store.Batch
 	changed, removed := reg.TakeDirty()
 	for host, b := range changed {
 		batch.PutBreaker(host, b)

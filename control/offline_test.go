@@ -8,6 +8,7 @@ import (
 
 	"breakwater/breaker"
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 // t0 is the clock of the fakes and of Offline in these tests.
@@ -30,10 +31,10 @@ func openDB(t *testing.T) (*storage.DB, string) {
 func offline(t *testing.T, hosts ...string) (*Offline, *storage.DB) {
 	t.Helper()
 	db, _ := openDB(t)
-	var b storage.Batch
+	var b store.Batch
 	for _, h := range hosts {
 		u := "http://" + h + "/"
-		b.Add(storage.Item{Host: h, URL: u, Hash: storage.HashOf(u)})
+		b.Add(store.Item{Host: h, URL: u, Hash: store.HashOf(u)})
 	}
 	commitOrFail(t, db, &b)
 	o := NewOffline(db)
@@ -41,7 +42,7 @@ func offline(t *testing.T, hosts ...string) (*Offline, *storage.DB) {
 	return o, db
 }
 
-func commitOrFail(t *testing.T, db *storage.DB, b *storage.Batch) {
+func commitOrFail(t *testing.T, db *storage.DB, b *store.Batch) {
 	t.Helper()
 	if _, err := db.Commit(b); err != nil {
 		t.Fatal(err)
@@ -51,10 +52,10 @@ func commitOrFail(t *testing.T, db *storage.DB, b *storage.Batch) {
 // holdByCase stores host's breaker as held by a case, with the case.
 func holdByCase(t *testing.T, db *storage.DB, host string) {
 	t.Helper()
-	var b storage.Batch
+	var b store.Batch
 	b.PutBreaker(host, breaker.Breaker{State: breaker.Open, OpenedAt: t0.Add(-time.Hour), Rest: time.Minute,
 		Generation: 2, Hold: breaker.Case, HoldReason: "403 names breakwater"})
-	b.AppendCase(storage.Case{Host: host, At: t0.Add(-time.Hour), URL: "http://" + host + "/", Status: 403})
+	b.AppendCase(store.Case{Host: host, At: t0.Add(-time.Hour), URL: "http://" + host + "/", Status: 403})
 	commitOrFail(t, db, &b)
 }
 
@@ -71,7 +72,7 @@ func hostsIn(t *testing.T, api API, state string) map[string]HostRow {
 	return out
 }
 
-func transitionsOf(t *testing.T, api API, host string) []storage.Transition {
+func transitionsOf(t *testing.T, api API, host string) []store.Transition {
 	t.Helper()
 	ts, err := api.Transitions(host, time.Time{})
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 
 	"breakwater/breaker"
 	"breakwater/frontier"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // What every implementation of API reads from the database file, and the
@@ -19,13 +19,13 @@ import (
 // Reader is what the reads need of a crawl's store: the file
 // (*storage.DB) or the fleet's Redis store.
 type Reader interface {
-	Counts() (storage.Counts, error)
-	ForEachHost(fn func(host string, c storage.HostCounts) error) error
-	Tallies() (storage.Tallies, error)
+	Counts() (store.Counts, error)
+	ForEachHost(fn func(host string, c store.HostCounts) error) error
+	Tallies() (store.Tallies, error)
 	Settings() ([]byte, error)
 	ForEachBreaker(fn func(host string, b breaker.Breaker) error) error
-	ForEachTransition(fn func(storage.Transition) error) error
-	ForEachCase(fn func(storage.Case) error) error
+	ForEachTransition(fn func(store.Transition) error) error
+	ForEachCase(fn func(store.Case) error) error
 }
 
 // ReadStatus computes the status of the crawl stored in db, as of its last
@@ -36,7 +36,7 @@ func ReadStatus(db Reader) (*Status, error) {
 		return nil, err
 	}
 	st := &Status{Counts: c, FailedByClass: map[string]int{}, StatusCodes: map[int]int{}}
-	err = db.ForEachHost(func(_ string, hc storage.HostCounts) error {
+	err = db.ForEachHost(func(_ string, hc store.HostCounts) error {
 		st.Hosts++
 		if hc.Queued > 0 {
 			st.HostsQueued++
@@ -61,7 +61,7 @@ func ReadStatus(db Reader) (*Status, error) {
 		if st.Settings, err = MaskSettings(blob); err != nil {
 			return nil, fmt.Errorf("read stored crawl settings: %w", err)
 		}
-	case !errors.Is(err, storage.ErrNotFound):
+	case !errors.Is(err, store.ErrNotFound):
 		return nil, err
 	}
 	return st, nil
@@ -81,7 +81,7 @@ func HostRows(db Reader, state string, breakers map[string]breaker.Breaker,
 	}
 	var rows []HostRow
 	listed := make(map[string]bool, len(breakers))
-	add := func(host string, c storage.HostCounts) {
+	add := func(host string, c store.HostCounts) {
 		listed[host] = true
 		var extra LiveHost
 		if live != nil {
@@ -91,7 +91,7 @@ func HostRows(db Reader, state string, breakers map[string]breaker.Breaker,
 			rows = append(rows, row)
 		}
 	}
-	err := db.ForEachHost(func(host string, c storage.HostCounts) error {
+	err := db.ForEachHost(func(host string, c store.HostCounts) error {
 		add(host, c)
 		return nil
 	})
@@ -106,12 +106,12 @@ func HostRows(db Reader, state string, breakers map[string]breaker.Breaker,
 	}
 	sort.Strings(rest)
 	for _, host := range rest {
-		add(host, storage.HostCounts{})
+		add(host, store.HostCounts{})
 	}
 	return rows, nil
 }
 
-func hostRow(host string, c storage.HostCounts, b breaker.Breaker, live LiveHost, now time.Time) HostRow {
+func hostRow(host string, c store.HostCounts, b breaker.Breaker, live LiveHost, now time.Time) HostRow {
 	row := HostRow{Host: host, State: b.State.String(), Hold: b.Hold.String(), HoldReason: b.HoldReason,
 		PauseReason: b.PauseReason, Failures: b.Failures, Queued: c.Queued, Deferred: c.Deferred, Fetched: c.Fetched, Failed: c.Failed,
 		Interval: live.Interval, Throttles: live.Throttles, Retries: live.Retries, FirstAttempts: live.FirstAttempts}
@@ -142,15 +142,15 @@ func ReadBreakers(db Reader) (map[string]breaker.Breaker, error) {
 
 // ReadTransitions lists db's logged transitions, oldest first, of host
 // (any host or URL form; empty: all hosts) at or after since.
-func ReadTransitions(db Reader, host string, since time.Time) ([]storage.Transition, error) {
+func ReadTransitions(db Reader, host string, since time.Time) ([]store.Transition, error) {
 	if host != "" {
 		var err error
 		if host, err = NormalizeHost(host); err != nil {
 			return nil, err
 		}
 	}
-	var out []storage.Transition
-	err := db.ForEachTransition(func(t storage.Transition) error {
+	var out []store.Transition
+	err := db.ForEachTransition(func(t store.Transition) error {
 		if (host == "" || t.Host == host) && !t.At.Before(since) {
 			out = append(out, t)
 		}
@@ -160,9 +160,9 @@ func ReadTransitions(db Reader, host string, since time.Time) ([]storage.Transit
 }
 
 // ReadCases lists db's recorded refusals, oldest first.
-func ReadCases(db Reader) ([]storage.Case, error) {
-	var out []storage.Case
-	err := db.ForEachCase(func(c storage.Case) error {
+func ReadCases(db Reader) ([]store.Case, error) {
+	var out []store.Case
+	err := db.ForEachCase(func(c store.Case) error {
 		out = append(out, c)
 		return nil
 	})

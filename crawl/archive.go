@@ -12,6 +12,7 @@ import (
 	"breakwater/fetch"
 	"breakwater/redisstore"
 	"breakwater/storage"
+	"breakwater/store"
 	"breakwater/warc"
 )
 
@@ -81,7 +82,7 @@ const (
 // starts an incident, a line at its end says how many retries it cost).
 type archiveFaults struct {
 	mu      sync.Mutex
-	pages   map[storage.Hash]*archiveFault
+	pages   map[store.Hash]*archiveFault
 	failing int
 }
 
@@ -93,13 +94,13 @@ type archiveFault struct {
 // failed counts one failure of the page's and reports its tries so far,
 // since when it has been failing, and whether it is the first failure
 // since a page was last archived.
-func (a *archiveFaults) failed(h storage.Hash, now time.Time) (tries int, since time.Time, first bool) {
+func (a *archiveFaults) failed(h store.Hash, now time.Time) (tries int, since time.Time, first bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	first = a.failing == 0
 	a.failing++
 	if a.pages == nil {
-		a.pages = map[storage.Hash]*archiveFault{}
+		a.pages = map[store.Hash]*archiveFault{}
 	}
 	f := a.pages[h]
 	if f == nil {
@@ -112,7 +113,7 @@ func (a *archiveFaults) failed(h storage.Hash, now time.Time) (tries int, since 
 
 // archived forgets the page's failures; failures counts those since the
 // last page archived before it.
-func (a *archiveFaults) archived(h storage.Hash) (failures int) {
+func (a *archiveFaults) archived(h store.Hash) (failures int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if len(a.pages) > 0 {
@@ -227,7 +228,7 @@ func (e *Engine) archiveEntry(x *exchange) (*warc.Entry, error) {
 // response or a revisit of an identical payload. Without records (no
 // --warc, or none could be encoded) a new answer leaves r in no archive,
 // and its next refresh asks for the page in full (pageRequest).
-func noteArchived(r *storage.Result, x *exchange, entry *warc.Entry) {
+func noteArchived(r *store.Result, x *exchange, entry *warc.Entry) {
 	if entry != nil && x.resp.Status != http.StatusNotModified {
 		r.Archived = entry.Original
 	}
@@ -248,7 +249,7 @@ func (e *Engine) archiveAside(resp *fetch.Response) error {
 	if err != nil {
 		return err
 	}
-	e.submit(func(b *storage.Batch) { b.Attach(entry) })
+	e.submit(func(b *store.Batch) { b.Attach(entry) })
 	return nil
 }
 

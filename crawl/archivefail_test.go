@@ -17,6 +17,7 @@ import (
 	"breakwater/redisstore"
 	"breakwater/redisstore/redistest"
 	"breakwater/storage"
+	"breakwater/store"
 	"breakwater/warc"
 )
 
@@ -129,10 +130,10 @@ func (r *archiveRig) verify() *warc.Report {
 }
 
 // results are the pages done, by URL.
-func (r *archiveRig) results() map[string]storage.Result {
+func (r *archiveRig) results() map[string]store.Result {
 	r.t.Helper()
-	out := map[string]storage.Result{}
-	if err := r.store.ScanResults(false, func(res *storage.Result) error { out[res.URL] = *res; return nil }); err != nil {
+	out := map[string]store.Result{}
+	if err := r.store.ScanResults(false, func(res *store.Result) error { out[res.URL] = *res; return nil }); err != nil {
 		r.t.Fatal(err)
 	}
 	return out

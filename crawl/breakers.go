@@ -5,12 +5,12 @@ import (
 	"time"
 
 	"breakwater/breaker"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // onTransition logs every breaker transition and appends it to the file.
 func (e *Engine) onTransition(t breaker.Transition) {
-	rec := storage.NewTransition(t)
+	rec := store.NewTransition(t)
 	e.opts.Metrics.Transition(rec.From, rec.To)
 	e.log.Info("breaker", "host", rec.Host, "from", rec.From, "to", rec.To, "hold", rec.Hold,
 		"class", rec.Class, "detail", rec.Detail, "reason", rec.Reason)
@@ -38,7 +38,7 @@ func (e *Engine) onTransition(t breaker.Transition) {
 	// between a logged transition and the next housekeeping write would
 	// otherwise bring the host back in its older state, and its next
 	// transitions would log generations the log has already passed.
-	e.submit(func(b *storage.Batch) {
+	e.submit(func(b *store.Batch) {
 		b.AppendTransition(rec)
 		if br, ok := e.breakers.Get(t.Host); ok {
 			b.PutBreaker(t.Host, br)
@@ -48,11 +48,11 @@ func (e *Engine) onTransition(t breaker.Transition) {
 	})
 }
 
-func (e *Engine) raiseCase(c storage.Case) {
+func (e *Engine) raiseCase(c store.Case) {
 	e.log.Warn("refused by name: host held for a human", "host", c.Host, "url", c.URL,
 		"status", c.Status, "excerpt", c.Excerpt)
 	e.opts.Notify.Send("case", map[string]any{"host": c.Host, "url": c.URL, "status": c.Status, "excerpt": c.Excerpt})
-	e.submit(func(b *storage.Batch) { b.AppendCase(c) })
+	e.submit(func(b *store.Batch) { b.AppendCase(c) })
 	e.syncHold(c.Host)
 }
 
@@ -71,7 +71,7 @@ func (e *Engine) loadBreakers() error {
 		return err
 	}
 	now := e.opts.Now()
-	var resumed storage.Batch
+	var resumed store.Batch
 	err = e.db.ForEachBreaker(func(host string, b breaker.Breaker) error {
 		if r := b.Resumed(lastRunning, now); r != b {
 			b = r
@@ -103,14 +103,14 @@ func (e *Engine) persistBreakers() {
 // also's operations with them, to the frontier's writer: a write that
 // follows a breaker change lands in the same commit or a later one. It
 // returns the frontier's error when the crawl can no longer write.
-func (e *Engine) writeBreakers(also func(*storage.Batch)) error {
+func (e *Engine) writeBreakers(also func(*store.Batch)) error {
 	e.persistMu.Lock()
 	defer e.persistMu.Unlock()
 	changed, removed := e.breakers.TakeDirty()
 	if len(changed) == 0 && len(removed) == 0 && also == nil {
 		return nil
 	}
-	return e.front.Submit(func(b *storage.Batch) {
+	return e.front.Submit(func(b *store.Batch) {
 		for host, br := range changed {
 			b.PutBreaker(host, br)
 		}
@@ -152,7 +152,7 @@ func (e *Engine) giveUp(host string, now time.Time) {
 			"after", e.opts.GiveUpAfter.String())
 		e.opts.Notify.Send("host-given-up", map[string]any{"host": host, "after_s": e.opts.GiveUpAfter.Seconds()})
 	}
-	err := e.front.FailHost(host, storage.Result{ErrorClass: "host-down",
+	err := e.front.FailHost(host, store.Result{ErrorClass: "host-down",
 		Error:     fmt.Sprintf("host unreachable for %s without a successful probe", e.opts.GiveUpAfter),
 		FetchedAt: now.UTC()})
 	if err != nil {

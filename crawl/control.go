@@ -6,7 +6,7 @@ import (
 	"breakwater/breaker"
 	"breakwater/control"
 	"breakwater/metrics"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // Control answers the control API for this crawl: breakers from its live
@@ -41,15 +41,15 @@ func (c engineControl) Hosts(state string) ([]control.HostRow, error) {
 	return control.HostRows(c.e.db, state, c.e.breakers.Snapshot(), live, now)
 }
 
-func (c engineControl) Transitions(host string, since time.Time) ([]storage.Transition, error) {
+func (c engineControl) Transitions(host string, since time.Time) ([]store.Transition, error) {
 	return control.ReadTransitions(c.e.db, host, since)
 }
 
-func (c engineControl) Cases() ([]storage.Case, error) { return control.ReadCases(c.e.db) }
+func (c engineControl) Cases() ([]store.Case, error) { return control.ReadCases(c.e.db) }
 
 // Results reads the results in short read transactions while the crawl
 // writes: each URL stored when the call began, once.
-func (c engineControl) Results(failedOnly bool, fn func(*storage.Result) error) error {
+func (c engineControl) Results(failedOnly bool, fn func(*store.Result) error) error {
 	return c.e.db.ScanResults(failedOnly, fn)
 }
 
@@ -91,7 +91,7 @@ func (c engineControl) apply(ch control.Change) error {
 		return err
 	}
 	e.syncHold(ch.Host)
-	return e.writeBreakers(func(b *storage.Batch) {
+	return e.writeBreakers(func(b *store.Batch) {
 		if br, ok := e.breakers.Get(ch.Host); ok {
 			b.PutBreaker(ch.Host, br)
 		} else {

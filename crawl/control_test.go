@@ -8,16 +8,17 @@ import (
 	"breakwater/crawl"
 	"breakwater/demosite"
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 // heldByCase stores host as held open by a refusal case, with its case.
 func heldByCase(t *testing.T, db *storage.DB, host string) {
 	t.Helper()
 	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	var b storage.Batch
+	var b store.Batch
 	b.PutBreaker(host, breaker.Breaker{State: breaker.Open, OpenedAt: at, Rest: time.Minute, Generation: 3,
 		Hold: breaker.Case, HoldReason: "403 names breakwater"})
-	b.AppendCase(storage.Case{Host: host, At: at, URL: "http://" + host + "/", Status: 403})
+	b.AppendCase(store.Case{Host: host, At: at, URL: "http://" + host + "/", Status: 403})
 	if _, err := db.Commit(&b); err != nil {
 		t.Fatal(err)
 	}
@@ -46,8 +47,8 @@ func TestResolveCaseWhileRunning(t *testing.T) {
 	if err := <-ran; err != nil {
 		t.Fatal(err)
 	}
-	var cases []storage.Case
-	if err := db.ForEachCase(func(c storage.Case) error { cases = append(cases, c); return nil }); err != nil {
+	var cases []store.Case
+	if err := db.ForEachCase(func(c store.Case) error { cases = append(cases, c); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(cases) != 1 || cases[0].Resolved.IsZero() {
@@ -76,7 +77,7 @@ func TestResolveCaseAfterStopLeavesCaseOpen(t *testing.T) {
 	if err := e.Control().ResolveCase(host); err == nil {
 		t.Errorf("ResolveCase on a stopped crawl = nil, want the write's error")
 	}
-	err = db.ForEachCase(func(c storage.Case) error {
+	err = db.ForEachCase(func(c store.Case) error {
 		if !c.Resolved.IsZero() {
 			t.Errorf("case of %s marked resolved at %v though its breaker was not released in the file", c.Host, c.Resolved)
 		}

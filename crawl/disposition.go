@@ -9,7 +9,7 @@ import (
 	"breakwater/fetch"
 	"breakwater/frontier"
 	"breakwater/robots"
-	"breakwater/storage"
+	"breakwater/store"
 	"breakwater/warc"
 )
 
@@ -33,8 +33,8 @@ type exchange struct {
 	requested bool
 
 	resp  *fetch.Response
-	prior *storage.Result // a refresh: the stored page it replaces (recrawl.go)
-	rules *robots.Rules   // robots.txt lease: the rules obtained, if any
+	prior *store.Result // a refresh: the stored page it replaces (recrawl.go)
+	rules *robots.Rules // robots.txt lease: the rules obtained, if any
 	// robotsErr is why a robots.txt lease obtained no rules.
 	robotsErr error
 	// asideErr is why the records of a robots.txt answer could not be
@@ -85,11 +85,11 @@ const (
 // stage that ends the request path returns one; settle alone carries it out.
 type disposition struct {
 	ending ending
-	until  time.Time       // parkHost, deferURL
-	item   storage.Item    // deferURL
-	reason string          // deferURL: why, for the metrics (a retry's backoff, the host's retry budget, the archive)
-	result *storage.Result // complete
-	found  []storage.Item  // complete
+	until  time.Time     // parkHost, deferURL
+	item   store.Item    // deferURL
+	reason string        // deferURL: why, for the metrics (a retry's backoff, the host's retry budget, the archive)
+	result *store.Result // complete
+	found  []store.Item  // complete
 	// records are the answer's, for the commit that stores result
 	// (complete, with --warc; see archived).
 	records *warc.Entry
@@ -115,11 +115,11 @@ func (d disposition) String() string {
 	return fmt.Sprintf("ending(%d)", int(d.ending))
 }
 
-func released() disposition                { return disposition{ending: giveBack} }
-func parked(until time.Time) disposition   { return disposition{ending: parkHost, until: until} }
-func held() disposition                    { return disposition{ending: holdHost} }
-func givenUp() disposition                 { return disposition{ending: giveUpHost} }
-func failed(r *storage.Result) disposition { return disposition{ending: complete, result: r} }
+func released() disposition              { return disposition{ending: giveBack} }
+func parked(until time.Time) disposition { return disposition{ending: parkHost, until: until} }
+func held() disposition                  { return disposition{ending: holdHost} }
+func givenUp() disposition               { return disposition{ending: giveUpHost} }
+func failed(r *store.Result) disposition { return disposition{ending: complete, result: r} }
 
 // Why a URL is deferred.
 const (
@@ -130,11 +130,11 @@ const (
 	deferArchive = "archive-failed"
 )
 
-func deferred(it storage.Item, until time.Time, reason string) disposition {
+func deferred(it store.Item, until time.Time, reason string) disposition {
 	return disposition{ending: deferURL, item: it, until: until, reason: reason}
 }
 
-func completed(r *storage.Result, found []storage.Item) disposition {
+func completed(r *store.Result, found []store.Item) disposition {
 	return disposition{ending: complete, result: r, found: found}
 }
 
@@ -200,7 +200,7 @@ func (e *Engine) settle(x *exchange, d disposition) {
 // countResult counts a stored result for the run's summary, and apart the
 // outcome of a seed or of a page a seed redirected to (depth 0): whether
 // any seed worked at all.
-func (e *Engine) countResult(it storage.Item, r *storage.Result) {
+func (e *Engine) countResult(it store.Item, r *store.Result) {
 	switch {
 	case r.ErrorClass == classRobots || r.ErrorClass == classOutOfScope || r.ErrorClass == classHostPageCap ||
 		e.missingSitemap(it, r):
@@ -208,7 +208,7 @@ func (e *Engine) countResult(it storage.Item, r *storage.Result) {
 		// host's page cap), or a sitemap the host does not have
 		// (sitemaps.go): neither a page nor a failure.
 		e.skipped.Add(1)
-		if it.Depth == 0 && r.ErrorClass == classRobots && it.Kind != storage.KindSitemap {
+		if it.Depth == 0 && r.ErrorClass == classRobots && it.Kind != store.KindSitemap {
 			e.seedsBlocked.Add(1)
 		}
 		return

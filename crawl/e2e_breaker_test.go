@@ -16,6 +16,7 @@ import (
 	"breakwater/crawl"
 	"breakwater/demosite"
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 // deadSite is two healthy hosts of 25 pages whose 50 pages link, one each,
@@ -108,7 +109,7 @@ func TestRefusingHostIsHeldForAHuman(t *testing.T) {
 	checkAllPagesOnce(t, site.Host("healthy-0"))
 
 	cases := 0
-	err := db.ForEachCase(func(c storage.Case) error {
+	err := db.ForEachCase(func(c store.Case) error {
 		cases++
 		if c.Host != key || c.Status != 403 || !strings.Contains(strings.ToLower(c.Excerpt), "breakwater") {
 			t.Errorf("case %+v: want host %s, status 403 and an excerpt naming breakwater", c, key)
@@ -190,7 +191,7 @@ func TestOpenBreakerSurvivesRestart(t *testing.T) {
 // opened reports whether the file logs a transition of host to open.
 func opened(db *storage.DB, host string) bool {
 	found := false
-	_ = db.ForEachTransition(func(tr storage.Transition) error {
+	_ = db.ForEachTransition(func(tr store.Transition) error {
 		if tr.Host == host && tr.To == "open" {
 			found = true
 		}

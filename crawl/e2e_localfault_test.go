@@ -12,7 +12,7 @@ import (
 
 	"breakwater/crawl"
 	"breakwater/demosite"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // outageRun is what a crawl through the outage showed.
@@ -21,7 +21,7 @@ type outageRun struct {
 	from, to     time.Time // the outage
 	duringOutage int       // requests the site got during it
 	backAfter    time.Duration
-	results      map[string]storage.Result
+	results      map[string]store.Result
 	// before and after are pages answered per second in the 2s before the
 	// outage and in the 2s after the crawl was back.
 	before, after float64

@@ -16,7 +16,7 @@ import (
 	"breakwater/fetch"
 	"breakwater/frontier"
 	"breakwater/robots"
-	"breakwater/storage"
+	"breakwater/store"
 	"breakwater/warc"
 )
 
@@ -44,10 +44,10 @@ type Engine struct {
 	fetchCtx  context.Context // cancelled StopGrace after a stop: in-flight requests end
 	started   atomic.Int64    // pages requested this run, for --max-pages
 	pagesMu   sync.Mutex
-	pages     map[storage.Hash]bool // with --max-pages: the URL hashes counted in started
-	hostPages *hostPages            // with --max-pages-per-host; nil without (hostcap.go)
-	givenUp   sync.Map              // host -> time.Time of its last FailHost
-	refresh   refresher             // --recrawl-after's walk over the results (recrawl.go)
+	pages     map[store.Hash]bool // with --max-pages: the URL hashes counted in started
+	hostPages *hostPages          // with --max-pages-per-host; nil without (hostcap.go)
+	givenUp   sync.Map            // host -> time.Time of its last FailHost
+	refresh   refresher           // --recrawl-after's walk over the results (recrawl.go)
 	persistMu sync.Mutex
 	holdMu    sync.Mutex // serializes syncHold
 	// seedsFetched and seedsFailed count this run's outcomes of seeds and
@@ -76,8 +76,8 @@ type Engine struct {
 
 // Summary is how a run ended.
 type Summary struct {
-	Exhausted bool           // no work left at all
-	Counts    storage.Counts // the whole crawl's, at the end
+	Exhausted bool         // no work left at all
+	Counts    store.Counts // the whole crawl's, at the end
 	// Fetched and Failed are this run's: results stored as pages (a 304
 	// refresh too) and as failures (a host given up on included); URLs
 	// robots.txt, a narrowed scope or a host's page cap kept out are
@@ -138,7 +138,7 @@ func New(opts Options, db Store) (*Engine, error) {
 		}
 	}
 	e := &Engine{opts: opts, db: db, file: file, token: robots.ProductToken(opts.UserAgent), log: opts.Logger,
-		hosts: newHostTable(opts.Delay), pages: map[storage.Hash]bool{}, hostPages: newHostPages(opts.MaxPagesPerHost),
+		hosts: newHostTable(opts.Delay), pages: map[store.Hash]bool{}, hostPages: newHostPages(opts.MaxPagesPerHost),
 		runStart: opts.Now(), halted: make(chan struct{})}
 	e.budget = NewRetryBudget(opts.RetryBudget, time.Minute, 3)
 	e.guard = newFaultGuard(opts.LocalFault)
@@ -425,7 +425,7 @@ func (e *Engine) housekeep(ctx context.Context) {
 const heartbeatEvery = 5 * time.Second
 
 func (e *Engine) heartbeat(now time.Time) {
-	e.submit(func(b *storage.Batch) { b.PutRunningAt(now) })
+	e.submit(func(b *store.Batch) { b.PutRunningAt(now) })
 }
 
 // prepareSeeds checks every seed, records the seeds' hosts in the file (so
@@ -438,7 +438,7 @@ func (e *Engine) prepareSeeds() error {
 		if err := json.Unmarshal(data, &stored); err != nil {
 			return fmt.Errorf("read stored crawl settings: %w", err)
 		}
-	} else if !errors.Is(err, storage.ErrNotFound) {
+	} else if !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	var seedHosts []string
@@ -452,7 +452,7 @@ func (e *Engine) prepareSeeds() error {
 		hosts[h] = true
 	}
 	var blocked seedsBlocked
-	err := e.eachSeed(e.log, func(it storage.Item) error {
+	err := e.eachSeed(e.log, func(it store.Item) error {
 		blocked.check(it, e.opts.AllowPrivate)
 		if !hosts[it.Host] {
 			hosts[it.Host] = true
@@ -491,7 +491,7 @@ func (e *Engine) prepareSeeds() error {
 // eachSeed calls fn with every seed, from Seeds and then SeedsFile, read as
 // a stream so a million seeds never sit in memory at once. Seeds read as
 // http:// for want of a scheme are logged to log, if not nil.
-func (e *Engine) eachSeed(log *slog.Logger, fn func(storage.Item) error) error {
+func (e *Engine) eachSeed(log *slog.Logger, fn func(store.Item) error) error {
 	each := func(url string) error {
 		it, err := frontier.NewItem(url, 0, 0)
 		if err != nil {
@@ -528,13 +528,13 @@ func (e *Engine) eachSeed(log *slog.Logger, fn func(storage.Item) error) error {
 func (e *Engine) feedSeeds(done func()) {
 	defer done()
 	const chunk = 4096
-	batch := make([]storage.Item, 0, chunk)
+	batch := make([]store.Item, 0, chunk)
 	flush := func() error {
 		err := e.front.Add(batch...)
-		batch = make([]storage.Item, 0, chunk)
+		batch = make([]store.Item, 0, chunk)
 		return err
 	}
-	err := e.eachSeed(nil, func(it storage.Item) error {
+	err := e.eachSeed(nil, func(it store.Item) error {
 		batch = append(batch, it)
 		if len(batch) == chunk {
 			return flush()

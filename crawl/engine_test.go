@@ -23,6 +23,7 @@ import (
 	"breakwater/demosite"
 	"breakwater/frontier"
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 // testLogger discards engine logs unless BREAKWATER_TEST_LOG is set.
@@ -122,10 +123,10 @@ func testContext(t testing.TB, d time.Duration) context.Context {
 
 // results returns every stored result keyed by host key and canonical path
 // ("127.0.0.1:123 /p/4"), failing on two results for one page.
-func results(t testing.TB, db *storage.DB) map[string]storage.Result {
+func results(t testing.TB, db *storage.DB) map[string]store.Result {
 	t.Helper()
-	out := map[string]storage.Result{}
-	err := db.ForEachResult(func(r *storage.Result) error {
+	out := map[string]store.Result{}
+	err := db.ForEachResult(func(r *store.Result) error {
 		k := pageKey(t, r.URL)
 		if prev, dup := out[k]; dup {
 			t.Errorf("two results for %s: %q and %q", k, prev.URL, r.URL)
@@ -197,7 +198,7 @@ func pagePaths(n int) []string {
 	return out
 }
 
-func counts(t testing.TB, db *storage.DB) storage.Counts {
+func counts(t testing.TB, db *storage.DB) store.Counts {
 	t.Helper()
 	c, err := db.Counts()
 	if err != nil {
@@ -216,10 +217,10 @@ func checkNoURLLost(t testing.TB, db *storage.DB) {
 	}
 }
 
-func transitions(t testing.TB, db *storage.DB) []storage.Transition {
+func transitions(t testing.TB, db *storage.DB) []store.Transition {
 	t.Helper()
-	var out []storage.Transition
-	err := db.ForEachTransition(func(tr storage.Transition) error {
+	var out []store.Transition
+	err := db.ForEachTransition(func(tr store.Transition) error {
 		out = append(out, tr)
 		return nil
 	})
@@ -295,7 +296,7 @@ func TestCrawlFetchesEveryPageOnce(t *testing.T) {
 	}
 }
 
-func checkPageResult(t testing.TB, r storage.Result, title string, seed bool) {
+func checkPageResult(t testing.TB, r store.Result, title string, seed bool) {
 	t.Helper()
 	switch {
 	case r.Status != 200 || r.ErrorClass != "":

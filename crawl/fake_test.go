@@ -25,6 +25,7 @@ import (
 	"breakwater/frontier"
 	"breakwater/robots"
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 // page is a canned answer. The fake waits latency (or until the request's
@@ -261,7 +262,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 // already failed that often.
 func (r *rig) add(attempts int, urls ...string) {
 	r.t.Helper()
-	var items []storage.Item
+	var items []store.Item
 	for _, u := range urls {
 		it, err := frontier.NewItem(u, 0, 0)
 		if err != nil {
@@ -323,7 +324,7 @@ func (r *rig) flush() {
 	synctest.Wait()
 }
 
-func (r *rig) counts() storage.Counts {
+func (r *rig) counts() store.Counts {
 	r.t.Helper()
 	r.flush()
 	c, err := r.db.Counts()
@@ -334,11 +335,11 @@ func (r *rig) counts() storage.Counts {
 }
 
 // results returns the stored results by URL.
-func (r *rig) results() map[string]storage.Result {
+func (r *rig) results() map[string]store.Result {
 	r.t.Helper()
 	r.flush()
-	out := map[string]storage.Result{}
-	err := r.db.ForEachResult(func(res *storage.Result) error {
+	out := map[string]store.Result{}
+	err := r.db.ForEachResult(func(res *store.Result) error {
 		out[res.URL] = *res
 		return nil
 	})
@@ -349,11 +350,11 @@ func (r *rig) results() map[string]storage.Result {
 }
 
 // transitions returns the breaker transitions the file logged for host.
-func (r *rig) transitions(host string) []storage.Transition {
+func (r *rig) transitions(host string) []store.Transition {
 	r.t.Helper()
 	r.flush()
-	var out []storage.Transition
-	err := r.db.ForEachTransition(func(tr storage.Transition) error {
+	var out []store.Transition
+	err := r.db.ForEachTransition(func(tr store.Transition) error {
 		if tr.Host == host {
 			out = append(out, tr)
 		}

@@ -33,7 +33,7 @@ import (
 	"sync"
 	"time"
 
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // classHostPageCap is the error class of a URL not fetched because its host
@@ -88,7 +88,7 @@ func (e *Engine) claimHostPage(x *exchange) (pageClaim, disposition, bool) {
 	defer p.mu.Unlock()
 	switch {
 	case c.requested >= p.limit:
-		return pageClaim{}, failed(&storage.Result{ErrorClass: classHostPageCap,
+		return pageClaim{}, failed(&store.Result{ErrorClass: classHostPageCap,
 			Error: "not fetched: the host reached --max-pages-per-host"}), true
 	case c.requested+c.claimed >= p.limit:
 		// The pages left are claimed by leases in flight, which may yet give
@@ -131,7 +131,7 @@ func (e *Engine) endClaim(x *exchange, claim pageClaim, d disposition) {
 // batch.
 func (e *Engine) storeHostPages(host string, c *hostPageCount) {
 	p := e.hostPages
-	e.submit(func(b *storage.Batch) {
+	e.submit(func(b *store.Batch) {
 		p.mu.Lock()
 		n := c.requested
 		p.mu.Unlock()
@@ -170,12 +170,12 @@ func (e *Engine) hostPageCount(host string) (*hostPageCount, error) {
 
 // isRefresh reports whether it refreshes a page the crawl has (as opposed
 // to a failure queued again, which is asked for anew).
-func (e *Engine) isRefresh(it storage.Item) bool {
+func (e *Engine) isRefresh(it store.Item) bool {
 	if it.Replaces == 0 || e.file == nil {
 		return false
 	}
 	_, err := e.file.Replaced(it)
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		e.log.Warn("read the result a URL replaces", "url", it.URL, "err", err)
 		return true // fetch it uncounted rather than record a page as capped
 	}

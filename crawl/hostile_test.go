@@ -17,6 +17,7 @@ import (
 	"breakwater/demosite"
 	"breakwater/frontier"
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 func startTraps(t *testing.T) *demosite.Traps {
@@ -34,10 +35,10 @@ func startTraps(t *testing.T) *demosite.Traps {
 }
 
 // trapResults returns the stored results by request target ("/loop/a").
-func trapResults(t *testing.T, db *storage.DB) map[string]storage.Result {
+func trapResults(t *testing.T, db *storage.DB) map[string]store.Result {
 	t.Helper()
-	out := map[string]storage.Result{}
-	err := db.ForEachResult(func(r *storage.Result) error {
+	out := map[string]store.Result{}
+	err := db.ForEachResult(func(r *store.Result) error {
 		target := r.URL[strings.Index(r.URL[len("http://"):], "/")+len("http://"):]
 		out[target] = *r
 		return nil

@@ -11,7 +11,7 @@ import (
 
 	"breakwater/crawl"
 	"breakwater/frontier"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // FuzzExtractLinksBytes feeds ExtractLinks arbitrary bytes under an
@@ -83,7 +83,7 @@ func checkLink(t *testing.T, l frontier.Link) {
 		t.Fatalf("link %q: canonical form %q is not stable: %q, %v", l.URL, canonical, again, err)
 	}
 	host, err := frontier.HostKey(l.URL)
-	if err != nil || l.Host != host || l.Hash != storage.HashOf(canonical) {
+	if err != nil || l.Host != host || l.Hash != store.HashOf(canonical) {
 		t.Fatalf("link %+v: host key %q (%v), canonical form %q", l, host, err, canonical)
 	}
 	if parsed, err := frontier.ParseLink(l.URL); err != nil || parsed != l {

@@ -18,7 +18,7 @@ import (
 	"breakwater/frontier"
 	"breakwater/metrics"
 	"breakwater/notify"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 var guardT0 = time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
@@ -190,7 +190,7 @@ type guardRun struct {
 	sum          Summary
 	duringOutage int           // requests started during the outage
 	backAfter    time.Duration // from the outage's end to the first page fetched after it
-	results      map[string]storage.Result
+	results      map[string]store.Result
 	opens        int // transitions to open
 	reprieves    int // transitions with breaker.ReprieveReason
 	// seen is what the crawl showed 30s into the outage: its progress, its
@@ -417,7 +417,7 @@ func grepLines(text, sub string) string {
 func BenchmarkObserveFault(b *testing.B) {
 	e := &Engine{guard: newFaultGuard(DefaultOptions().LocalFault), hosts: newHostTable(0)}
 	x := &exchange{host: e.hosts.get("a.test", guardT0)}
-	x.lease = &frontier.Lease{Item: storage.Item{URL: "http://a.test/p/1", Host: "a.test"}}
+	x.lease = &frontier.Lease{Item: store.Item{URL: "http://a.test/p/1", Host: "a.test"}}
 	ok := Verdict{Class: breaker.OK, Status: 200}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {

@@ -8,7 +8,7 @@ import (
 	"breakwater/breaker"
 	"breakwater/fetch"
 	"breakwater/frontier"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // handle takes one leased URL down the request path and ends its lease.
@@ -87,7 +87,7 @@ func (e *Engine) reservePage(x *exchange) (disposition, bool) {
 	return disposition{}, false
 }
 
-func (e *Engine) unreservePage(it storage.Item) {
+func (e *Engine) unreservePage(it store.Item) {
 	e.pagesMu.Lock()
 	defer e.pagesMu.Unlock()
 	delete(e.pages, it.Hash)
@@ -104,7 +104,7 @@ func (e *Engine) unreservePage(it storage.Item) {
 func (e *Engine) authorise(x *exchange) (disposition, bool) {
 	it := x.lease.Item
 	if (it.Depth > 0 || it.Redirects > 0) && !e.scope.allows(it.URL, it.Host, scopeDepth(it)) {
-		return failed(&storage.Result{ErrorClass: classOutOfScope,
+		return failed(&store.Result{ErrorClass: classOutOfScope,
 			Error: "outside the crawl's scope, narrowed since the URL was queued"}), true
 	}
 	now := e.opts.Now()
@@ -117,7 +117,7 @@ func (e *Engine) authorise(x *exchange) (disposition, bool) {
 		// Another worker is fetching this host's robots.txt right now.
 		return parked(now.Add(50 * time.Millisecond)), true
 	case !rules.Allowed(requestPath(x.lease.Item.URL), e.token):
-		return failed(&storage.Result{ErrorClass: classRobots, Error: "disallowed by robots.txt"}), true
+		return failed(&store.Result{ErrorClass: classRobots, Error: "disallowed by robots.txt"}), true
 	}
 	return disposition{}, false
 }
@@ -199,7 +199,7 @@ func (e *Engine) request(x *exchange) (disposition, bool) {
 	if !x.robots {
 		page = e.pageRequest(x) // reads the file for a refresh: before the request counts as in flight
 		page.MaxBody = e.bodyCap(x.lease.Item)
-		if x.lease.Item.Kind != storage.KindSitemap {
+		if x.lease.Item.Kind != store.KindSitemap {
 			page.Read = x.scanPage // sitemaps are read whole, by their own reader
 		}
 	}

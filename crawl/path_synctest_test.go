@@ -17,7 +17,7 @@ import (
 
 	"breakwater/breaker"
 	"breakwater/frontier"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // slow sets every page's latency.
@@ -209,7 +209,7 @@ func deadHostOptions() Options {
 }
 
 // transitionTimes returns when host's breaker moved to state to.
-func transitionTimes(trs []storage.Transition, to string) []time.Time {
+func transitionTimes(trs []store.Transition, to string) []time.Time {
 	var out []time.Time
 	for _, tr := range trs {
 		if tr.To == to {

@@ -19,7 +19,7 @@ import (
 	"breakwater/breaker"
 	"breakwater/fetch"
 	"breakwater/frontier"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 const (
@@ -44,7 +44,7 @@ func wantNextLease(t *testing.T, r *rig, url string, attempts int, at time.Time)
 // epoch is the bubble's starting time, for readable messages.
 var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func wantCounts(t *testing.T, r *rig, want storage.Counts) {
+func wantCounts(t *testing.T, r *rig, want store.Counts) {
 	t.Helper()
 	if got := r.counts(); got != want {
 		t.Errorf("counts %+v, want %+v", got, want)
@@ -120,7 +120,7 @@ func TestProcessGivesBack(t *testing.T) {
 				} else {
 					wantNoBreaker(t, r, "a.test")
 				}
-				wantCounts(t, r, storage.Counts{Seen: 1, Queued: 1})
+				wantCounts(t, r, store.Counts{Seen: 1, Queued: 1})
 				wantNextLease(t, r, aRoot, 0, time.Now())
 			})
 		})
@@ -148,7 +148,7 @@ func TestProcessGivesBack(t *testing.T) {
 				t.Errorf("started = %d, want 1", n)
 			}
 			// /p/2 was found on the first page.
-			wantCounts(t, r, storage.Counts{Seen: 3, Fetched: 1, Queued: 2})
+			wantCounts(t, r, store.Counts{Seen: 3, Fetched: 1, Queued: 2})
 			wantNextLease(t, r, aP1, 0, time.Now())
 		})
 	})
@@ -325,8 +325,8 @@ func TestProcessHoldsHost(t *testing.T) {
 			if b, _ := r.e.breakers.Get("a.test"); b.State != breaker.Open || b.Hold != breaker.Case {
 				t.Errorf("breaker %v hold %q, want open with a case", b.State, b.Hold)
 			}
-			var cases []storage.Case
-			err := r.db.ForEachCase(func(c storage.Case) error {
+			var cases []store.Case
+			err := r.db.ForEachCase(func(c store.Case) error {
 				cases = append(cases, c)
 				return nil
 			})
@@ -345,7 +345,7 @@ func TestProcessHoldsHost(t *testing.T) {
 // nothing is offered, and a crawl would end with it as held work.
 func wantHeld(t *testing.T, r *rig) {
 	t.Helper()
-	wantCounts(t, r, storage.Counts{Seen: 1, Queued: 1})
+	wantCounts(t, r, store.Counts{Seen: 1, Queued: 1})
 	if n := r.e.front.HeldWork(); n != 1 {
 		t.Errorf("held work %d, want 1", n)
 	}
@@ -375,7 +375,7 @@ func TestProcessDefersURL(t *testing.T) {
 			if b, _ := r.e.breakers.Get("a.test"); b.Failures != 1 {
 				t.Errorf("breaker failures %d, want 1", b.Failures)
 			}
-			wantCounts(t, r, storage.Counts{Seen: 1, Deferred: 1})
+			wantCounts(t, r, store.Counts{Seen: 1, Deferred: 1})
 			wantNextLease(t, r, aRoot, 1, due)
 		})
 	})
@@ -401,7 +401,7 @@ func TestProcessDefersURL(t *testing.T) {
 			if reqs := r.f.requests(""); len(reqs) != 0 {
 				t.Errorf("requests %v, want none", urlsOf(reqs))
 			}
-			wantCounts(t, r, storage.Counts{Seen: 1, Deferred: 1})
+			wantCounts(t, r, store.Counts{Seen: 1, Deferred: 1})
 			x, d = r.process(wantNextLease(t, r, aRoot, 1, retryAt))
 			wantEnding(t, d, complete)
 			r.e.settle(x, d)
@@ -443,55 +443,55 @@ func TestProcessCompletes(t *testing.T) {
 		page     page
 		robots   string
 		attempts int // of the URL before this lease
-		want     storage.Result
+		want     store.Result
 		found    []string
-		counts   storage.Counts
+		counts   store.Counts
 		requests int
 	}{
 		{
 			name: "200 HTML: its links in scope are queued",
 			page: htmlPage("home", "/a", "/b", "/a#again", "http://other.test/"),
-			want: storage.Result{Status: 200, Title: "home", Outlinks: 3, Attempts: 1},
+			want: store.Result{Status: 200, Title: "home", Outlinks: 3, Attempts: 1},
 			// other.test is out of the seeds' scope.
 			found:    []string{"http://a.test/a", "http://a.test/b"},
-			counts:   storage.Counts{Seen: 3, Fetched: 1, Queued: 2},
+			counts:   store.Counts{Seen: 3, Fetched: 1, Queued: 2},
 			requests: 1,
 		},
 		{
 			name:     "404: failed, permanent",
 			page:     page{status: 404},
-			want:     storage.Result{Status: 404, ErrorClass: "permanent", Attempts: 1},
-			counts:   storage.Counts{Seen: 1, Failed: 1},
+			want:     store.Result{Status: 404, ErrorClass: "permanent", Attempts: 1},
+			counts:   store.Counts{Seen: 1, Failed: 1},
 			requests: 1,
 		},
 		{
 			name:   "robots.txt disallows: class robots, not requested",
 			page:   htmlPage("home"),
 			robots: "User-agent: *\nDisallow: /\n",
-			want:   storage.Result{ErrorClass: "robots"},
-			counts: storage.Counts{Seen: 1, Failed: 1},
+			want:   store.Result{ErrorClass: "robots"},
+			counts: store.Counts{Seen: 1, Failed: 1},
 		},
 		{
 			name:     "blocked address: class blocked",
 			page:     page{err: blocked},
-			want:     storage.Result{ErrorClass: "blocked", Attempts: 1},
-			counts:   storage.Counts{Seen: 1, Failed: 1},
+			want:     store.Result{ErrorClass: "blocked", Attempts: 1},
+			counts:   store.Counts{Seen: 1, Failed: 1},
 			requests: 1,
 		},
 		{
 			name:     "retries exhausted: failed, transient",
 			page:     page{status: 500},
 			attempts: 2, // rigOptions' Retries
-			want:     storage.Result{Status: 500, ErrorClass: "transient", Attempts: 3},
-			counts:   storage.Counts{Seen: 1, Failed: 1},
+			want:     store.Result{Status: 500, ErrorClass: "transient", Attempts: 3},
+			counts:   store.Counts{Seen: 1, Failed: 1},
 			requests: 1,
 		},
 		{
 			name:     "redirect: its target is queued at the same depth",
 			page:     redirectPage(301, "/moved"),
-			want:     storage.Result{Status: 301, Attempts: 1},
+			want:     store.Result{Status: 301, Attempts: 1},
 			found:    []string{"http://a.test/moved"},
-			counts:   storage.Counts{Seen: 2, Fetched: 1, Queued: 1},
+			counts:   store.Counts{Seen: 2, Fetched: 1, Queued: 1},
 			requests: 1,
 		},
 	}
@@ -584,7 +584,7 @@ func TestProcessGivesUpHost(t *testing.T) {
 		if got := res["http://b.test/"]; got.Status != 200 {
 			t.Errorf("b.test: %+v, want fetched", got)
 		}
-		wantCounts(t, r, storage.Counts{Seen: 4, Fetched: 1, Failed: 3})
+		wantCounts(t, r, store.Counts{Seen: 4, Fetched: 1, Failed: 3})
 		if reqs := r.f.requests("a.test"); len(reqs) != 0 {
 			t.Errorf("a.test got %v, want nothing", urlsOf(reqs))
 		}

@@ -13,7 +13,7 @@ import (
 	"breakwater/breaker"
 	"breakwater/fetch"
 	"breakwater/frontier"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // maxRedirects is the longest redirect chain followed from one URL.
@@ -86,7 +86,7 @@ func (e *Engine) reportOutcome(t breaker.Ticket, url string, v Verdict, now time
 		e.front.Unpark(t.Host, now)
 	}
 	if v.Class == breaker.Refused {
-		e.raiseCase(storage.Case{Host: t.Host, At: now, URL: url, Status: v.Status, Excerpt: v.Excerpt})
+		e.raiseCase(store.Case{Host: t.Host, At: now, URL: url, Status: v.Status, Excerpt: v.Excerpt})
 	}
 }
 
@@ -94,9 +94,9 @@ func (e *Engine) succeeded(x *exchange, now time.Time) disposition {
 	it, resp := x.lease.Item, x.resp
 	e.paceSucceeded(x, now)
 	r := e.result(it, resp, it.Attempts+1)
-	var found []storage.Item
+	var found []store.Item
 	switch {
-	case it.Kind == storage.KindSitemap:
+	case it.Kind == store.KindSitemap:
 		found = e.readSitemap(it, resp, r) // sitemaps.go: never link extraction
 	case resp.Status >= 300 && resp.Status < 400:
 		found = e.redirect(it, resp, r)
@@ -116,7 +116,7 @@ func (e *Engine) succeeded(x *exchange, now time.Time) disposition {
 
 // redirect queues a redirect's target like a discovered link (so scope,
 // robots and politeness apply to it) at the same depth.
-func (e *Engine) redirect(it storage.Item, resp *fetch.Response, r *storage.Result) []storage.Item {
+func (e *Engine) redirect(it store.Item, resp *fetch.Response, r *store.Result) []store.Item {
 	if resp.Location == "" {
 		return nil
 	}
@@ -136,8 +136,8 @@ func (e *Engine) redirect(it storage.Item, resp *fetch.Response, r *storage.Resu
 // discover turns links found on the page at from into frontier items,
 // keeping those in scope. from is their referrer: the seen set keeps the
 // first item of a URL, so a result names the page it was first found on.
-func (e *Engine) discover(from string, links []frontier.Link, depth, redirects int) []storage.Item {
-	var out []storage.Item
+func (e *Engine) discover(from string, links []frontier.Link, depth, redirects int) []store.Item {
+	var out []store.Item
 	for _, link := range links {
 		// Links seen before (menus, footers: most of a page's links) are
 		// dropped here, so they never cost the writer anything.
@@ -195,7 +195,7 @@ func (e *Engine) retryOrFail(x *exchange, v Verdict, now time.Time) disposition 
 	return deferred(it, now.Add(Backoff(it.Attempts, e.opts.RetryBase, e.opts.RetryMax, e.opts.Rand)), deferRetry)
 }
 
-func (e *Engine) fill(it storage.Item, r *storage.Result) *storage.Result {
+func (e *Engine) fill(it store.Item, r *store.Result) *store.Result {
 	r.URL, r.FinalURL, r.Host, r.Depth = it.URL, it.URL, it.Host, it.Depth
 	r.Referrer, r.Lastmod = it.Referrer, it.Lastmod
 	if r.FetchedAt.IsZero() {
@@ -208,8 +208,8 @@ func (e *Engine) fill(it storage.Item, r *storage.Result) *storage.Result {
 }
 
 // result describes a response (or its absence) as a stored Result.
-func (e *Engine) result(it storage.Item, resp *fetch.Response, attempts int) *storage.Result {
-	r := e.fill(it, &storage.Result{Attempts: attempts})
+func (e *Engine) result(it store.Item, resp *fetch.Response, attempts int) *store.Result {
+	r := e.fill(it, &store.Result{Attempts: attempts})
 	if resp == nil {
 		return r
 	}
@@ -230,7 +230,7 @@ func (e *Engine) result(it storage.Item, resp *fetch.Response, attempts int) *st
 
 // submit hands extra writes (robots, breaker state, transitions, cases) to
 // the frontier's writer so they share its group commits.
-func (e *Engine) submit(fn func(*storage.Batch)) {
+func (e *Engine) submit(fn func(*store.Batch)) {
 	if err := e.front.Submit(fn); err != nil {
 		e.log.Error("write", "err", err)
 	}

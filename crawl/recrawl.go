@@ -28,7 +28,7 @@ import (
 	"time"
 
 	"breakwater/fetch"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 const (
@@ -51,7 +51,7 @@ type refresher struct {
 // startRefresh queues the pages earlier runs staged and, with RecrawlAfter
 // set, runs the first pass before the workers start.
 func (e *Engine) startRefresh() {
-	e.submit(func(b *storage.Batch) { b.QueueRefreshes(nil) })
+	e.submit(func(b *store.Batch) { b.QueueRefreshes(nil) })
 	e.refreshTick(e.opts.Now())
 }
 
@@ -77,7 +77,7 @@ func (e *Engine) refreshTick(now time.Time) {
 		}
 		r.after, r.staged = scan.After, r.staged+scan.Staged
 		if hosts := scan.Hosts; len(hosts) > 0 {
-			e.submit(func(b *storage.Batch) { b.QueueRefreshes(hosts) })
+			e.submit(func(b *store.Batch) { b.QueueRefreshes(hosts) })
 		}
 		if scan.Done {
 			e.endPass(now)
@@ -113,7 +113,7 @@ func (e *Engine) pageRequest(x *exchange) fetch.Request {
 	}
 	prior, err := e.file.Replaced(it)
 	switch {
-	case errors.Is(err, storage.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return req
 	case err != nil:
 		e.log.Warn("read the page a refresh replaces", "url", it.URL, "err", err)

@@ -20,6 +20,7 @@ import (
 	"breakwater/breaker"
 	"breakwater/fetch"
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 // asked is one request as the site saw it, with its conditional headers.
@@ -132,11 +133,11 @@ func (r *refreshRig) mark() int {
 	return len(r.asked)
 }
 
-func (r *refreshRig) results() map[string]storage.Result {
+func (r *refreshRig) results() map[string]store.Result {
 	r.t.Helper()
-	out := map[string]storage.Result{}
+	out := map[string]store.Result{}
 	n := 0
-	err := r.db.ForEachResult(func(res *storage.Result) error {
+	err := r.db.ForEachResult(func(res *store.Result) error {
 		out[res.URL] = *res
 		n++
 		return nil
@@ -385,9 +386,9 @@ func TestRecrawlNewURLsFirst(t *testing.T) {
 				t.Errorf("refreshed in the order\n%v\nwant the first run's, oldest first:\n%v", refreshes, firstOrder)
 			}
 			at, from := slices.Index(got, aURL("/new")), slices.Index(got, changed)
-			if at < 0 || at-from > storage.RefreshDepth+1 {
+			if at < 0 || at-from > store.RefreshDepth+1 {
 				t.Errorf("the new link was asked %d requests after the page that links it (%v); want within %d",
-					at-from, got, storage.RefreshDepth+1)
+					at-from, got, store.RefreshDepth+1)
 			}
 		})
 	})
@@ -453,7 +454,7 @@ func TestRecrawlNotModifiedClosesTheBreaker(t *testing.T) {
 			}
 		})
 		var states []string
-		err := r.db.ForEachTransition(func(tr storage.Transition) error {
+		err := r.db.ForEachTransition(func(tr store.Transition) error {
 			states = append(states, tr.To)
 			return nil
 		})

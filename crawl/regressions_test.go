@@ -12,6 +12,7 @@ import (
 
 	"breakwater/breaker"
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 // With --breaker=false, a circuit an earlier run left open admits every
@@ -161,7 +162,7 @@ func TestResumedDownTimeIsTakenOffOnce(t *testing.T) {
 		}
 		defer db.Close()
 		t0 := time.Now()
-		var b storage.Batch
+		var b store.Batch
 		b.PutBreaker("a.test", breaker.Breaker{State: breaker.Open, OpenedAt: t0.Add(-25 * time.Minute),
 			DownSince: t0.Add(-25 * time.Minute), Rest: time.Minute, Generation: 4})
 		b.PutRunningAt(t0)

@@ -13,6 +13,7 @@ import (
 	"breakwater/crawl"
 	"breakwater/fetch"
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 // slowFetcher answers every request with a small page after delay of
@@ -55,7 +56,7 @@ func TestRestartDoesNotCountCrawlerDowntime(t *testing.T) {
 		stopped := now.Add(-time.Hour)
 		down := breaker.Breaker{State: breaker.Open, OpenedAt: stopped.Add(-time.Minute),
 			DownSince: stopped.Add(-time.Minute), Rest: 5 * time.Minute, Generation: 7}
-		var b storage.Batch
+		var b store.Batch
 		b.PutBreaker("a.test", down)
 		b.PutRunningAt(stopped)
 		if _, err := db.Commit(&b); err != nil {

@@ -9,7 +9,7 @@ import (
 	"breakwater/fetch"
 	"breakwater/frontier"
 	"breakwater/robots"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // hopRefused ends a robots.txt fetch whose redirect leads to a host that
@@ -149,5 +149,5 @@ func (e *Engine) storeRobots(host string, hs *hostState, r *robots.Rules, now ti
 	hs.mu.Lock()
 	e.setRulesLocked(hs, r, now)
 	hs.mu.Unlock()
-	e.submit(func(b *storage.Batch) { b.PutRobots(host, r) })
+	e.submit(func(b *store.Batch) { b.PutRobots(host, r) })
 }

@@ -10,7 +10,7 @@ import (
 
 	"breakwater/fetch"
 	"breakwater/frontier"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // ForEachSeed reads one seed a line from r, as a stream: fn gets each
@@ -152,7 +152,7 @@ type seedsBlocked struct {
 	example        []string
 }
 
-func (b *seedsBlocked) check(it storage.Item, allowPrivate bool) {
+func (b *seedsBlocked) check(it store.Item, allowPrivate bool) {
 	b.seeds++
 	if allowPrivate {
 		return

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"breakwater/control"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // Settings is the stored form of a crawl's own settings: the first run
@@ -155,7 +155,7 @@ type SettingChange struct {
 // cannot leave half of them stored.
 func ResolveSettings(db interface{ Settings() ([]byte, error) }, opts Options, given func(flag string) bool) (Options, []SettingChange, error) {
 	stored, err := db.Settings()
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return opts, nil, fmt.Errorf("read stored crawl settings: %w", err)
 	}
 	merged, changes, err := mergeSettings(stored, SettingsOf(opts), given)

@@ -3,7 +3,7 @@ package crawl
 // Sitemaps (--sitemaps, on by default) seed the frontier. When a host's
 // robots.txt is fetched, the sitemaps it names (its Sitemap: lines), or
 // the host's /sitemap.xml when it names none, are queued as sitemap items
-// (storage.KindSitemap), if in scope. A sitemap item is leased and fetched
+// (store.KindSitemap), if in scope. A sitemap item is leased and fetched
 // like any URL, down the same request path: robots.txt, the breaker, the
 // rate token and politeness apply, and it counts toward --max-pages (each
 // is a request; an index may list thousands of them). Its body is read by
@@ -47,7 +47,7 @@ import (
 	"breakwater/frontier"
 	"breakwater/robots"
 	"breakwater/sitemap"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 const (
@@ -65,7 +65,7 @@ const (
 // rules: the ones robots.txt names or, if none, /sitemap.xml. It runs
 // before the rules are stored, so the sitemaps are committed no later than
 // the rules: a run that finds the rules in the file has queued them.
-func (e *Engine) queueSitemaps(it storage.Item, rules *robots.Rules) {
+func (e *Engine) queueSitemaps(it store.Item, rules *robots.Rules) {
 	if !e.opts.Sitemaps || rules == nil {
 		return
 	}
@@ -79,7 +79,7 @@ func (e *Engine) queueSitemaps(it storage.Item, rules *robots.Rules) {
 		// Nothing names it: the guess has no referrer (see guessedSitemap).
 		urls, referrer = []string{root + "/sitemap.xml"}, ""
 	}
-	var items []storage.Item
+	var items []store.Item
 	for _, raw := range urls {
 		link, err := frontier.ParseLink(raw)
 		if err != nil {
@@ -97,18 +97,18 @@ func (e *Engine) queueSitemaps(it storage.Item, rules *robots.Rules) {
 
 // sitemapItem is link as a sitemap item at nesting depth, if the scope
 // takes it and it was not seen before.
-func (e *Engine) sitemapItem(link frontier.Link, depth int, referrer, lastmod string) (storage.Item, bool) {
+func (e *Engine) sitemapItem(link frontier.Link, depth int, referrer, lastmod string) (store.Item, bool) {
 	if !e.scope.allows(link.URL, link.Host, sitemapScopeDepth) || e.db.Seen(link.Hash) {
-		return storage.Item{}, false
+		return store.Item{}, false
 	}
 	it := link.Item(depth, 0)
-	it.Kind, it.Referrer, it.Lastmod = storage.KindSitemap, referrer, lastmod
+	it.Kind, it.Referrer, it.Lastmod = store.KindSitemap, referrer, lastmod
 	return it, true
 }
 
 // scopeDepth is the depth the scope judges it at (see sitemapScopeDepth).
-func scopeDepth(it storage.Item) int {
-	if it.Kind == storage.KindSitemap {
+func scopeDepth(it store.Item) int {
+	if it.Kind == store.KindSitemap {
 		return sitemapScopeDepth
 	}
 	return it.Depth
@@ -130,8 +130,8 @@ func (e *Engine) sitemapLimits() sitemap.Limits {
 // sitemap, 0 (the fetcher's --max-body) for a page. A gzipped sitemap is
 // smaller than that on the wire; one served with a Content-Encoding is
 // decoded by the fetcher, so its cap applies to the uncompressed bytes.
-func (e *Engine) bodyCap(it storage.Item) int64 {
-	if it.Kind != storage.KindSitemap {
+func (e *Engine) bodyCap(it store.Item) int64 {
+	if it.Kind != store.KindSitemap {
 		return 0
 	}
 	return e.sitemapLimits().MaxBytes
@@ -140,7 +140,7 @@ func (e *Engine) bodyCap(it storage.Item) int64 {
 // readSitemap is succeeded for a sitemap: a 2xx body is read as a sitemap
 // (never as HTML), a 3xx is followed as a sitemap. It returns the URLs to
 // queue and fills r.
-func (e *Engine) readSitemap(it storage.Item, resp *fetch.Response, r *storage.Result) []storage.Item {
+func (e *Engine) readSitemap(it store.Item, resp *fetch.Response, r *store.Result) []store.Item {
 	if resp.Status >= 300 && resp.Status < 400 {
 		return e.sitemapRedirect(it, resp, r)
 	}
@@ -175,12 +175,12 @@ func (e *Engine) readSitemap(it storage.Item, resp *fetch.Response, r *storage.R
 // sitemapEntries turns a sitemap's entries into items: pages of a urlset
 // at depth 1, sitemaps of an index one level deeper than it. Each keeps
 // the sitemap as its referrer and its lastmod.
-func (e *Engine) sitemapEntries(it storage.Item, kind sitemap.Kind, entries []sitemap.Entry) []storage.Item {
+func (e *Engine) sitemapEntries(it store.Item, kind sitemap.Kind, entries []sitemap.Entry) []store.Item {
 	base, err := frontier.ParseBaseURL(it.URL)
 	if err != nil {
 		return nil
 	}
-	var out []storage.Item
+	var out []store.Item
 	for _, en := range entries {
 		link, err := base.ResolveLink(en.Loc)
 		if err != nil {
@@ -203,24 +203,24 @@ func (e *Engine) sitemapEntries(it storage.Item, kind sitemap.Kind, entries []si
 
 // sitemapRedirect queues a sitemap's redirect target as a sitemap, at the
 // same nesting and with the same referrer, like redirect does for a page.
-func (e *Engine) sitemapRedirect(it storage.Item, resp *fetch.Response, r *storage.Result) []storage.Item {
+func (e *Engine) sitemapRedirect(it store.Item, resp *fetch.Response, r *store.Result) []store.Item {
 	judged := it
 	judged.Depth = sitemapScopeDepth
 	found := e.redirect(judged, resp, r)
 	for i := range found {
-		found[i].Depth, found[i].Kind, found[i].Referrer, found[i].Lastmod = it.Depth, storage.KindSitemap, it.Referrer, it.Lastmod
+		found[i].Depth, found[i].Kind, found[i].Referrer, found[i].Lastmod = it.Depth, store.KindSitemap, it.Referrer, it.Lastmod
 	}
 	return found
 }
 
 // guessedSitemap reports whether it is a host's /sitemap.xml queued for
 // want of a Sitemap: line (or where a redirect of one led).
-func guessedSitemap(it storage.Item) bool {
-	return it.Kind == storage.KindSitemap && it.Depth == 1 && it.Referrer == ""
+func guessedSitemap(it store.Item) bool {
+	return it.Kind == store.KindSitemap && it.Depth == 1 && it.Referrer == ""
 }
 
 // badSitemap records a sitemap that could not be read, with one warning.
-func (e *Engine) badSitemap(it storage.Item, r *storage.Result, err error) []storage.Item {
+func (e *Engine) badSitemap(it store.Item, r *store.Result, err error) []store.Item {
 	problem := "malformed"
 	if errors.Is(err, sitemap.ErrOversized) {
 		problem = "oversized"
@@ -232,8 +232,8 @@ func (e *Engine) badSitemap(it storage.Item, r *storage.Result, err error) []sto
 
 // missingSitemap reports whether r is a sitemap's 404 or 410: normal for a
 // host's /sitemap.xml, so not a failure of the run (see countResult).
-func (e *Engine) missingSitemap(it storage.Item, r *storage.Result) bool {
-	if it.Kind != storage.KindSitemap || r.Status != http.StatusNotFound && r.Status != http.StatusGone {
+func (e *Engine) missingSitemap(it store.Item, r *store.Result) bool {
+	if it.Kind != store.KindSitemap || r.Status != http.StatusNotFound && r.Status != http.StatusGone {
 		return false
 	}
 	e.log.Debug("no sitemap", "url", it.URL, "status", r.Status)

@@ -1,11 +1,10 @@
 package crawl
 
 import (
+	"breakwater/store"
 	"encoding/json"
 	"testing"
 	"testing/synctest"
-
-	"breakwater/storage"
 )
 
 // What a sitemap queues: an index's sitemaps one nesting level deeper, a
@@ -24,21 +23,21 @@ func TestSitemapItems(t *testing.T) {
 		r := newRig(t, opts, siteFetcher(s))
 		r.add(0, aRoot)
 		r.step() // robots.txt, on the root's lease
-		found := map[string][]storage.Item{}
-		leased := map[string]storage.Item{}
+		found := map[string][]store.Item{}
+		leased := map[string]store.Item{}
 		for range 3 {
 			x, d := r.process(r.lease())
 			r.e.settle(x, d)
 			found[x.lease.Item.URL] = d.found
 			leased[x.lease.Item.URL] = x.lease.Item
 		}
-		if it := leased["http://a.test/index.xml"]; it.Kind != storage.KindSitemap || it.Depth != 1 || it.Referrer != aRobots {
+		if it := leased["http://a.test/index.xml"]; it.Kind != store.KindSitemap || it.Depth != 1 || it.Referrer != aRobots {
 			t.Errorf("the sitemap robots.txt names was queued as %+v, want a sitemap at nesting 1, referred by robots.txt", it)
 		}
-		want := map[string]storage.Item{
-			"http://a.test/index.xml": {URL: "http://a.test/set.xml", Kind: storage.KindSitemap, Depth: 2,
+		want := map[string]store.Item{
+			"http://a.test/index.xml": {URL: "http://a.test/set.xml", Kind: store.KindSitemap, Depth: 2,
 				Referrer: "http://a.test/index.xml", Lastmod: "2024-03-04"},
-			"http://a.test/set.xml": {URL: "http://a.test/p", Kind: storage.KindPage, Depth: 1,
+			"http://a.test/set.xml": {URL: "http://a.test/p", Kind: store.KindPage, Depth: 1,
 				Referrer: "http://a.test/set.xml", Lastmod: "2024-01-02"},
 		}
 		for sm, w := range want {

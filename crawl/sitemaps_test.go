@@ -19,6 +19,7 @@ import (
 	"breakwater/crawl"
 	"breakwater/sitemap"
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 // smFile is one canned answer of a smSite.
@@ -138,9 +139,9 @@ func sitemapOptions(t *testing.T, s *smSite) crawl.Options {
 }
 
 // resultsByPath are the stored results of the site's URLs by path.
-func resultsByPath(t *testing.T, s *smSite, db *storage.DB) map[string]storage.Result {
+func resultsByPath(t *testing.T, s *smSite, db *storage.DB) map[string]store.Result {
 	t.Helper()
-	out := map[string]storage.Result{}
+	out := map[string]store.Result{}
 	for _, r := range results(t, db) {
 		if rest, ok := strings.CutPrefix(r.URL, s.srv.URL); ok {
 			out[rest] = r

@@ -9,6 +9,7 @@ import (
 	"breakwater/frontier"
 	"breakwater/robots"
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 // Store is what the engine reads and writes of a crawl outside its
@@ -19,9 +20,9 @@ type Store interface {
 	Path() string
 	PutSettings(data []byte) error
 	Robots(host string) (*robots.Rules, error)
-	Seen(h storage.Hash) bool
+	Seen(h store.Hash) bool
 	RunningAt() (time.Time, error)
-	ScanResults(failedOnly bool, fn func(r *storage.Result) error) error
+	ScanResults(failedOnly bool, fn func(r *store.Result) error) error
 }
 
 // fileStore is what only the file offers: a fleet crawl refuses the
@@ -29,31 +30,31 @@ type Store interface {
 type fileStore interface {
 	Store
 	HostPages(host string) (n int64, stored bool, err error)
-	Replaced(it storage.Item) (*storage.Result, error)
+	Replaced(it store.Item) (*store.Result, error)
 	RequeueFailed() (int, error)
-	StageRefreshes(after uint64, staleBefore time.Time, limit int) (storage.RefreshScan, error)
-	Commit(b *storage.Batch) (*storage.Committed, error)
+	StageRefreshes(after uint64, staleBefore time.Time, limit int) (store.RefreshScan, error)
+	Commit(b *store.Batch) (*store.Committed, error)
 }
 
 // crawlFrontier is the frontier the workers lease from: the file's
 // (*frontier.Frontier) or the fleet's (*redisstore.Frontier).
 type crawlFrontier interface {
-	Add(items ...storage.Item) error
+	Add(items ...store.Item) error
 	Next(ctx context.Context) (*frontier.Lease, error)
 	Release(l *frontier.Lease)
 	Started(l *frontier.Lease, next time.Time)
-	CompleteWith(l *frontier.Lease, r *storage.Result, discovered []storage.Item, attach any) error
-	Defer(l *frontier.Lease, it storage.Item, due time.Time) error
+	CompleteWith(l *frontier.Lease, r *store.Result, discovered []store.Item, attach any) error
+	Defer(l *frontier.Lease, it store.Item, due time.Time) error
 	Park(host string, until time.Time)
 	Unpark(host string, now time.Time)
 	Hold(host string)
 	Unhold(host string)
-	FailHost(host string, template storage.Result) error
+	FailHost(host string, template store.Result) error
 	Feed() (done func())
 	HeldWork() int
 	InFlight() int
 	Failed() <-chan struct{}
-	Submit(fn func(*storage.Batch)) error
+	Submit(fn func(*store.Batch)) error
 	Close() error
 }
 

@@ -18,6 +18,7 @@ import (
 	"breakwater/crawl"
 	"breakwater/fetch"
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 // tableResolver answers names from a table, without DNS.
@@ -111,8 +112,8 @@ func TestRedirectIntoBlockedAddressIsBlocked(t *testing.T) {
 		t.Fatalf("run: %v", err)
 	}
 
-	got := map[string]storage.Result{}
-	if err := db.ForEachResult(func(r *storage.Result) error { got[r.URL] = *r; return nil }); err != nil {
+	got := map[string]store.Result{}
+	if err := db.ForEachResult(func(r *store.Result) error { got[r.URL] = *r; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	// A redirect's target is queued as Location resolved by the URL

@@ -12,6 +12,7 @@
 package frontier
 
 import (
+	"breakwater/store"
 	"errors"
 	"fmt"
 	neturl "net/url"
@@ -19,8 +20,6 @@ import (
 
 	"github.com/nlnwa/whatwg-url/canonicalizer"
 	"github.com/nlnwa/whatwg-url/url"
-
-	"breakwater/storage"
 )
 
 // MaxURLLength is the longest URL, in bytes, that Canonicalize and Resolve
@@ -132,7 +131,7 @@ func (b *BaseURL) Resolve(ref string) (string, error) {
 // dedupe hash, from the one parse.
 func (b *BaseURL) ResolveLink(ref string) (Link, error) {
 	if p, ok := fastResolve(b.plain, ref); ok {
-		return Link{URL: p.href(), Host: p.host, Hash: storage.HashOf(p.canonical())}, nil
+		return Link{URL: p.href(), Host: p.host, Hash: store.HashOf(p.canonical())}, nil
 	}
 	return b.parseLink(ref)
 }
@@ -151,7 +150,7 @@ func (b *BaseURL) parseLink(ref string) (Link, error) {
 	if err != nil {
 		return Link{}, err
 	}
-	return Link{URL: abs, Host: host, Hash: storage.HashOf(canonical)}, nil
+	return Link{URL: abs, Host: host, Hash: store.HashOf(canonical)}, nil
 }
 
 // The parser clones the base for every reference, so reusing it is safe.

@@ -1,12 +1,11 @@
 package frontier
 
 import (
+	"breakwater/store"
 	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
-
-	"breakwater/storage"
 )
 
 // slowCanonical is the full parser's answer, which the fast path must match.
@@ -170,7 +169,7 @@ func checkFastResolve(t interface {
 	if !ok {
 		return false
 	}
-	got := Link{URL: p.href(), Host: p.host, Hash: storage.HashOf(p.canonical())}
+	got := Link{URL: p.href(), Host: p.host, Hash: store.HashOf(p.canonical())}
 	want, err := b.parseLink(ref)
 	if err != nil {
 		t.Fatalf("fastResolve(%q, %q) = %+v, but the parser rejects it: %v", base, ref, got, err)

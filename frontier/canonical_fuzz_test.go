@@ -1,11 +1,10 @@
 package frontier
 
 import (
+	"breakwater/store"
 	neturl "net/url"
 	"strings"
 	"testing"
-
-	"breakwater/storage"
 )
 
 // Fuzz targets for the URL functions, beyond the fast-path differentials
@@ -73,7 +72,7 @@ func FuzzCanonicalForm(f *testing.F) {
 			}
 			return
 		}
-		if link.URL != raw || link.Host != host || link.Hash != storage.HashOf(canonical) {
+		if link.URL != raw || link.Host != host || link.Hash != store.HashOf(canonical) {
 			t.Fatalf("ParseLink(%q) = %+v; want the URL as written, host %q, hash of %q", raw, link, host, canonical)
 		}
 		checkHTTPURL(t, "ParseLink URL", strings.SplitN(raw, "#", 2)[0])
@@ -129,7 +128,7 @@ func FuzzResolve(f *testing.F) {
 		if err != nil {
 			t.Fatalf("ResolveLink(%q, %q): %v; Resolve gave %q", base, ref, err, got)
 		}
-		want := Link{URL: got, Host: host, Hash: storage.HashOf(canonical)}
+		want := Link{URL: got, Host: host, Hash: store.HashOf(canonical)}
 		if link != want {
 			t.Fatalf("ResolveLink(%q, %q) = %+v; want %+v (canonical %q)", base, ref, link, want, canonical)
 		}

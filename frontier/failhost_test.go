@@ -1,14 +1,13 @@
 package frontier
 
 import (
+	"breakwater/store"
 	"context"
 	"errors"
 	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"breakwater/storage"
 )
 
 // These tests cover a lease of a host that is in flight when the host is
@@ -18,7 +17,7 @@ import (
 
 const failN = 5 // URLs of a.test; the first is leased
 
-var gaveUp = storage.Result{ErrorClass: "gave-up", Error: "host given up"}
+var gaveUp = store.Result{ErrorClass: "gave-up", Error: "host given up"}
 
 // failWithLeaseOut queues failN URLs of a.test, leases the first, calls
 // FailHost and ends the lease with end: before the FailHost commit lands
@@ -44,7 +43,7 @@ func failWithLeaseOut(t *testing.T, h *harness, beforeCommit bool, end func(*Lea
 		if q := h.queued("a.test"); !slices.Equal(q, []string{l.Item.URL}) {
 			t.Fatalf("after FailHost landed, file queue of a.test = %q, want only the leased %s", q, l.Item.URL)
 		}
-		if c := h.counts(); c != (storage.Counts{Seen: failN, Queued: 1, Failed: failN - 1}) {
+		if c := h.counts(); c != (store.Counts{Seen: failN, Queued: 1, Failed: failN - 1}) {
 			t.Fatalf("after FailHost landed, counts = %+v, want 1 queued (the lease), %d failed", c, failN-1)
 		}
 	}
@@ -89,7 +88,7 @@ func TestFailHostKeepsCompletedLease(t *testing.T) {
 					t.Errorf("result of the leased %s = %+v, want its own 200, not the template", l.Item.URL, r)
 				}
 				wantOthersFailed(t, h)
-				if c := h.counts(); c != (storage.Counts{Seen: failN, Fetched: 1, Failed: failN - 1}) {
+				if c := h.counts(); c != (store.Counts{Seen: failN, Fetched: 1, Failed: failN - 1}) {
 					t.Fatalf("counts = %+v, want 1 fetched, %d failed, nothing queued", c, failN-1)
 				}
 			})
@@ -106,7 +105,7 @@ func TestFailHostKeepsReleasedLease(t *testing.T) {
 					t.Fatalf("file queue of a.test = %q, want the released %s", q, l.Item.URL)
 				}
 				wantOthersFailed(t, h)
-				if c := h.counts(); c != (storage.Counts{Seen: failN, Queued: 1, Failed: failN - 1}) {
+				if c := h.counts(); c != (store.Counts{Seen: failN, Queued: 1, Failed: failN - 1}) {
 					t.Fatalf("counts = %+v, want the released URL queued, %d failed", c, failN-1)
 				}
 				again, err := poll(h.f)
@@ -120,7 +119,7 @@ func TestFailHostKeepsReleasedLease(t *testing.T) {
 				complete(t, h.f, again)
 				synctest.Wait()
 				wantExhausted(t, h.f)
-				if c := h.counts(); c != (storage.Counts{Seen: failN, Fetched: 1, Failed: failN - 1}) {
+				if c := h.counts(); c != (store.Counts{Seen: failN, Fetched: 1, Failed: failN - 1}) {
 					t.Fatalf("counts = %+v, want 1 fetched, %d failed", c, failN-1)
 				}
 			})
@@ -152,7 +151,7 @@ func TestFailHostKeepsDeferredLease(t *testing.T) {
 					t.Fatalf("the deferred %s has result %+v, want none yet", l.Item.URL, r)
 				}
 				wantOthersFailed(t, h)
-				if c := h.counts(); c != (storage.Counts{Seen: failN, Deferred: 1, Failed: failN - 1}) {
+				if c := h.counts(); c != (store.Counts{Seen: failN, Deferred: 1, Failed: failN - 1}) {
 					t.Fatalf("counts = %+v, want 1 deferred, %d failed", c, failN-1)
 				}
 				if next, ok, err := h.db.NextDue(); err != nil || !ok || next != due.UnixNano() {

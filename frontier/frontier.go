@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 // ErrExhausted is returned by Next when no URL is queued, deferred or in
@@ -55,7 +56,7 @@ type Options struct {
 type Archive interface {
 	// BeforeCommit is called with each batch about to be committed; it
 	// may add operations to it.
-	BeforeCommit(b *storage.Batch) error
+	BeforeCommit(b *store.Batch) error
 	// AfterCommit follows a commit that succeeded.
 	AfterCommit()
 }
@@ -91,7 +92,7 @@ func (o Options) withDefaults() Options {
 // Lease is one URL handed to a worker. Exactly one of Release, Started
 // followed by Complete or Defer, or Complete/Defer directly must end it.
 type Lease struct {
-	Item storage.Item
+	Item store.Item
 	host *hostQueue
 	done bool
 }
@@ -159,12 +160,12 @@ func Open(db *storage.DB, opts Options) (*Frontier, error) {
 // are handed to the writer (waiting while the writer is far behind); they
 // become leasable when committed. Large calls are split so that no single
 // commit grows past MaxBatch operations.
-func (f *Frontier) Add(items ...storage.Item) error {
+func (f *Frontier) Add(items ...store.Item) error {
 	for len(items) > 0 {
 		chunk := items[:min(len(items), f.opts.MaxBatch)]
 		items = items[len(chunk):]
 		entries := encodeQueued(chunk)
-		err := f.writer.submit(len(chunk), func(b *storage.Batch) {
+		err := f.writer.submit(len(chunk), func(b *store.Batch) {
 			for i, it := range chunk {
 				b.AddEncoded(it, entries[i])
 			}
@@ -178,10 +179,10 @@ func (f *Frontier) Add(items ...storage.Item) error {
 
 // encodeQueued encodes items in the caller's goroutine: the single writer
 // is the frontier's bottleneck, the callers are many.
-func encodeQueued(items []storage.Item) [][]byte {
+func encodeQueued(items []store.Item) [][]byte {
 	entries := make([][]byte, len(items))
 	for i, it := range items {
-		entries[i] = storage.EncodeQueued(it)
+		entries[i] = store.EncodeQueued(it)
 	}
 	return entries
 }
@@ -236,7 +237,7 @@ func (f *Frontier) tryNext() (*Lease, time.Duration, <-chan struct{}, error) {
 
 func (f *Frontier) leaseLocked(h *hostQueue) *Lease {
 	it := h.buf[0]
-	h.buf[0] = storage.Item{}
+	h.buf[0] = store.Item{}
 	if h.buf = h.buf[1:]; len(h.buf) == 0 {
 		h.buf = nil // a drained host may stay known a while: let its array go
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 const (
@@ -20,9 +21,9 @@ const (
 
 // benchItems spreads benchURLs over benchHosts, canonicalized up front:
 // the benchmarks measure the frontier and its file, not URL parsing.
-func benchItems(b *testing.B) []storage.Item {
+func benchItems(b *testing.B) []store.Item {
 	b.Helper()
-	items := make([]storage.Item, benchURLs)
+	items := make([]store.Item, benchURLs)
 	for i := range items {
 		it, err := NewItem(fmt.Sprintf("http://h%04d.test/page/%d", i%benchHosts, i/benchHosts), 1, 0)
 		if err != nil {
@@ -122,7 +123,7 @@ func BenchmarkLeaseComplete(b *testing.B) {
 }
 
 // benchPreloaded writes items straight to a new file and opens a frontier on it.
-func benchPreloaded(b *testing.B, items []storage.Item) (*storage.DB, *Frontier) {
+func benchPreloaded(b *testing.B, items []store.Item) (*storage.DB, *Frontier) {
 	b.Helper()
 	db, f := benchOpen(b, Options{})
 	benchClose(b, db, f)
@@ -131,7 +132,7 @@ func benchPreloaded(b *testing.B, items []storage.Item) (*storage.DB, *Frontier)
 		b.Fatal(err)
 	}
 	for i := 0; i < len(items); i += 10_000 {
-		var batch storage.Batch
+		var batch store.Batch
 		for _, it := range items[i:min(i+10_000, len(items))] {
 			batch.Add(it)
 		}

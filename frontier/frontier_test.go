@@ -1,6 +1,7 @@
 package frontier
 
 import (
+	"breakwater/store"
 	"context"
 	"errors"
 	"fmt"
@@ -11,8 +12,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"breakwater/storage"
 
 	"pgregory.net/rapid"
 )
@@ -339,7 +338,7 @@ func TestCompleteStoresResultAndLinks(t *testing.T) {
 		h.add(pageURL("a.test", 0))
 		synctest.Wait()
 		l := mustLease(t, h.f)
-		found := []storage.Item{
+		found := []store.Item{
 			item(t, pageURL("a.test", 1)),
 			item(t, pageURL("b.test", 0)),
 			item(t, pageURL("A.TEST", 0)+"#dup"), // already seen
@@ -350,7 +349,7 @@ func TestCompleteStoresResultAndLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 		h.reopen()
-		if c := h.counts(); c != (storage.Counts{Seen: 3, Queued: 2, Fetched: 1}) {
+		if c := h.counts(); c != (store.Counts{Seen: 3, Queued: 2, Fetched: 1}) {
 			t.Fatalf("counts after reopen = %+v, want seen 3, queued 2, fetched 1", c)
 		}
 		if got := h.results()[pageURL("a.test", 0)]; got == nil || got.Title != "home" || got.Status != 200 {
@@ -391,7 +390,7 @@ func TestDeferComesBackWhenDue(t *testing.T) {
 		complete(t, h.f, r.lease)
 		synctest.Wait()
 		wantExhausted(t, h.f)
-		if c := h.counts(); c != (storage.Counts{Seen: 1, Fetched: 1}) {
+		if c := h.counts(); c != (store.Counts{Seen: 1, Fetched: 1}) {
 			t.Fatalf("final counts = %+v", c)
 		}
 	})
@@ -416,7 +415,7 @@ func TestDeferWithInjectedClock(t *testing.T) {
 	}
 	wantBlocked(t, h.f)
 	clock.Advance(time.Minute)
-	if err := h.f.Submit(func(*storage.Batch) {}); err != nil {
+	if err := h.f.Submit(func(*store.Batch) {}); err != nil {
 		t.Fatal(err)
 	}
 	l, err = h.f.Next(ctx)
@@ -538,7 +537,7 @@ func TestFailHost(t *testing.T) {
 		h.add(pages("a.test", 5)...)
 		h.add(pageURL("b.test", 0))
 		synctest.Wait()
-		tmpl := storage.Result{ErrorClass: "gave-up", Error: "host given up"}
+		tmpl := store.Result{ErrorClass: "gave-up", Error: "host given up"}
 		if err := h.f.FailHost("a.test", tmpl); err != nil {
 			t.Fatal(err)
 		}
@@ -550,7 +549,7 @@ func TestFailHost(t *testing.T) {
 		complete(t, h.f, l)
 		synctest.Wait()
 		wantExhausted(t, h.f)
-		if c := h.counts(); c != (storage.Counts{Seen: 6, Failed: 5, Fetched: 1}) {
+		if c := h.counts(); c != (store.Counts{Seen: 6, Failed: 5, Fetched: 1}) {
 			t.Fatalf("counts = %+v, want 5 failed, 1 fetched", c)
 		}
 		results := h.results()
@@ -569,7 +568,7 @@ func TestAddAfterFailHostInOneCommit(t *testing.T) {
 		h.add(pages("a.test", 2)...)
 		synctest.Wait()
 		open := gate(t, h.f)
-		if err := h.f.FailHost("a.test", storage.Result{ErrorClass: "gave-up"}); err != nil {
+		if err := h.f.FailHost("a.test", store.Result{ErrorClass: "gave-up"}); err != nil {
 			t.Fatal(err)
 		}
 		h.add(pageURL("a.test", 9))
@@ -619,7 +618,7 @@ func TestNotExhaustedDuringComplete(t *testing.T) {
 				}
 			}
 		}()
-		var found []storage.Item
+		var found []store.Item
 		if i+1 < rounds {
 			found = append(found, item(t, pageURL("a.test", i+1)))
 		}
@@ -690,7 +689,7 @@ func TestConcurrentWorkers(t *testing.T) {
 		t.Errorf("leased %d distinct URLs, want %d", len(log.count), hosts*perHost)
 	}
 	h.reopen()
-	if c := h.counts(); c != (storage.Counts{Seen: hosts * perHost, Fetched: hosts * perHost}) {
+	if c := h.counts(); c != (store.Counts{Seen: hosts * perHost, Fetched: hosts * perHost}) {
 		t.Fatalf("counts = %+v, want all %d fetched, none queued", c, hosts*perHost)
 	}
 }
@@ -714,7 +713,7 @@ func crawlWorker(ctx context.Context, f *Frontier, log *leaseLog, hosts, perHost
 		if _, err := fmt.Sscanf(l.Item.URL, "http://h%d.test/p%d", &host, &n); err != nil {
 			return fmt.Errorf("leased %s: %w", l.Item.URL, err)
 		}
-		var found []storage.Item
+		var found []store.Item
 		for _, link := range []string{pageURL(webHost(host), n+1), pageURL(webHost(host), (n*7+3)%perHost), pageURL(webHost((host+1)%hosts), n)} {
 			if it, err := NewItem(link, 1, 0); err == nil && !strings.HasSuffix(link, fmt.Sprintf("/p%d", perHost)) {
 				found = append(found, it)
@@ -793,7 +792,7 @@ func TestRecreatedHostSkipsEntriesOfFormerLeases(t *testing.T) {
 		openA := gate(t, h.f)
 		h.add(pageURL("a.test", 1))
 		openB := make(chan struct{})
-		err := h.f.Submit(func(b *storage.Batch) {
+		err := h.f.Submit(func(b *store.Batch) {
 			<-openB
 			b.DeleteBreaker("other.test") // fills the one-op batch
 		})

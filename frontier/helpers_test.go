@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"breakwater/storage"
+	"breakwater/store"
 
 	"go.uber.org/goleak"
 	"pgregory.net/rapid"
@@ -118,7 +119,7 @@ func (h *harness) reopen() {
 
 func (h *harness) add(raws ...string) {
 	h.t.Helper()
-	items := make([]storage.Item, len(raws))
+	items := make([]store.Item, len(raws))
 	for i, raw := range raws {
 		items[i] = item(h.t, raw)
 	}
@@ -127,7 +128,7 @@ func (h *harness) add(raws ...string) {
 	}
 }
 
-func (h *harness) counts() storage.Counts {
+func (h *harness) counts() store.Counts {
 	h.t.Helper()
 	c, err := h.db.Counts()
 	if err != nil {
@@ -151,10 +152,10 @@ func (h *harness) queued(host string) []string {
 }
 
 // results maps each stored result's URL to it.
-func (h *harness) results() map[string]*storage.Result {
+func (h *harness) results() map[string]*store.Result {
 	h.t.Helper()
-	out := make(map[string]*storage.Result)
-	err := h.db.ForEachResult(func(r *storage.Result) error {
+	out := make(map[string]*store.Result)
+	err := h.db.ForEachResult(func(r *store.Result) error {
 		out[r.URL] = r
 		return nil
 	})
@@ -164,7 +165,7 @@ func (h *harness) results() map[string]*storage.Result {
 	return out
 }
 
-func item(t tb, raw string) storage.Item {
+func item(t tb, raw string) store.Item {
 	t.Helper()
 	it, err := NewItem(raw, 0, 0)
 	if err != nil {
@@ -183,8 +184,8 @@ func pages(host string, n int) []string {
 	return urls
 }
 
-func okResult(it storage.Item) *storage.Result {
-	return &storage.Result{URL: it.URL, FinalURL: it.URL, Host: it.Host, Status: 200, Depth: it.Depth}
+func okResult(it store.Item) *store.Result {
+	return &store.Result{URL: it.URL, FinalURL: it.URL, Host: it.Host, Status: 200, Depth: it.Depth}
 }
 
 // poll is a Next that waits for nothing but the frontier's own loads (a host
@@ -265,7 +266,7 @@ func wantExhausted(t tb, f *Frontier) {
 	}
 }
 
-func complete(t tb, f *Frontier, l *Lease, found ...storage.Item) {
+func complete(t tb, f *Frontier, l *Lease, found ...store.Item) {
 	t.Helper()
 	if err := f.Complete(l, okResult(l.Item), found); err != nil {
 		t.Fatalf("Complete(%s): %v", l.Item.URL, err)
@@ -277,7 +278,7 @@ func complete(t tb, f *Frontier, l *Lease, found ...storage.Item) {
 func gate(t tb, f *Frontier) (open func()) {
 	t.Helper()
 	ch := make(chan struct{})
-	if err := f.Submit(func(*storage.Batch) { <-ch }); err != nil {
+	if err := f.Submit(func(*store.Batch) { <-ch }); err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
 	var once sync.Once
@@ -599,7 +600,7 @@ func (p *property) pickLease(rt *rapid.T) string {
 func (p *property) complete(rt *rapid.T) {
 	u := p.pickLease(rt)
 	found := rapid.SliceOfN(rapid.SampledFrom(p.pool), 0, 2).Draw(rt, "found")
-	items := make([]storage.Item, len(found))
+	items := make([]store.Item, len(found))
 	for i, f := range found {
 		items[i] = item(rt, f.raw)
 		p.m.seen[f.canon] = true
@@ -632,7 +633,7 @@ func (p *property) check(rt *rapid.T) {
 	if !maps.Equal(results, p.m.results) {
 		rt.Fatalf("file results %v, want %v", slices.Sorted(maps.Keys(results)), slices.Sorted(maps.Keys(p.m.results)))
 	}
-	want := storage.Counts{Seen: int64(len(p.m.seen)), Queued: int64(len(queued)),
+	want := store.Counts{Seen: int64(len(p.m.seen)), Queued: int64(len(queued)),
 		Deferred: int64(len(p.m.deferred)), Fetched: int64(len(results))}
 	if c := p.h.counts(); c != want {
 		rt.Fatalf("counts %+v, want %+v", c, want)

@@ -1,12 +1,11 @@
 package frontier
 
 import (
+	"breakwater/store"
 	"container/heap"
 	"math/bits"
 	"sync/atomic"
 	"time"
-
-	"breakwater/storage"
 )
 
 // hostQueue is the scheduler's view of one host: a few URLs in memory, a
@@ -24,14 +23,14 @@ import (
 // can only fail, linked from many pages, is among them and is found out early.
 type hostQueue struct {
 	name       string
-	buf        []storage.Item // next URLs in FIFO order
-	backlog    int            // committed URLs in the file not in buf
-	loadedSeq  uint64         // highest Seq ever put in buf
-	active     bool           // its URLs are loaded into buf as it drains
-	dormantIdx int            // in Frontier.dormant; -1 when absent
-	dormantSeq uint64         // when it was put there: ties wake oldest first
-	activating bool           // its first load since activation is pending
-	sizeClass  int            // its count in Frontier.activeSizes; 0: none
+	buf        []store.Item // next URLs in FIFO order
+	backlog    int          // committed URLs in the file not in buf
+	loadedSeq  uint64       // highest Seq ever put in buf
+	active     bool         // its URLs are loaded into buf as it drains
+	dormantIdx int          // in Frontier.dormant; -1 when absent
+	dormantSeq uint64       // when it was put there: ties wake oldest first
+	activating bool         // its first load since activation is pending
+	sizeClass  int          // its count in Frontier.activeSizes; 0: none
 	loading    bool
 	inflight   int
 	leased     []uint64 // Seq of each lease in flight
@@ -155,7 +154,7 @@ func (f *Frontier) loadHosts() {
 	}
 }
 
-func (f *Frontier) appendLoadedLocked(h *hostQueue, items []storage.Item) {
+func (f *Frontier) appendLoadedLocked(h *hostQueue, items []store.Item) {
 	for _, it := range items {
 		if it.Seq <= h.loadedSeq {
 			continue
@@ -169,7 +168,7 @@ func (f *Frontier) appendLoadedLocked(h *hostQueue, items []storage.Item) {
 // addedLocked takes the items a commit queued. An item goes straight into
 // the host's buffer when the buffer holds everything the file has for the
 // host; otherwise it is counted and loaded from the file later.
-func (f *Frontier) addedLocked(items []storage.Item) {
+func (f *Frontier) addedLocked(items []store.Item) {
 	for _, it := range items {
 		h := f.hosts[it.Host]
 		if h == nil && (f.spilled || f.dormant.Len() >= f.opts.MaxDormant) {

@@ -1,10 +1,9 @@
 package frontier
 
 import (
+	"breakwater/store"
 	"fmt"
 	neturl "net/url"
-
-	"breakwater/storage"
 )
 
 // Link is a URL ready for the frontier, parsed once: the URL as written
@@ -12,7 +11,7 @@ import (
 type Link struct {
 	URL  string
 	Host string
-	Hash storage.Hash
+	Hash store.Hash
 }
 
 // ParseLink parses an absolute http(s) URL (a seed, a redirect target).
@@ -29,22 +28,22 @@ func ParseLink(rawURL string) (Link, error) {
 	} else if u.Host == "" {
 		return Link{}, fmt.Errorf("parse link %q: not requestable: net/http would find no host in it", shorten(rawURL))
 	}
-	return Link{URL: rawURL, Host: host, Hash: storage.HashOf(canonical)}, nil
+	return Link{URL: rawURL, Host: host, Hash: store.HashOf(canonical)}, nil
 }
 
 // Item is the frontier item of l, found depth link hops from a seed after
 // the given number of redirects.
-func (l Link) Item(depth, redirects int) storage.Item {
-	return storage.Item{Host: l.Host, URL: l.URL, Hash: l.Hash, Depth: depth, Redirects: redirects}
+func (l Link) Item(depth, redirects int) store.Item {
+	return store.Item{Host: l.Host, URL: l.URL, Hash: l.Hash, Depth: depth, Redirects: redirects}
 }
 
 // NewItem prepares a URL for the frontier: its dedupe hash comes from the
 // canonical form, while the URL itself is kept as written, since that is
 // what gets fetched.
-func NewItem(rawURL string, depth, redirects int) (storage.Item, error) {
+func NewItem(rawURL string, depth, redirects int) (store.Item, error) {
 	l, err := ParseLink(rawURL)
 	if err != nil {
-		return storage.Item{}, err
+		return store.Item{}, err
 	}
 	return l.Item(depth, redirects), nil
 }

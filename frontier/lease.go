@@ -1,10 +1,9 @@
 package frontier
 
 import (
+	"breakwater/store"
 	"slices"
 	"time"
-
-	"breakwater/storage"
 )
 
 // Release ends a lease without an attempt: the URL goes back to the front of
@@ -16,7 +15,7 @@ func (f *Frontier) Release(l *Lease) {
 		return
 	}
 	h := l.host
-	h.buf = append([]storage.Item{l.Item}, h.buf...)
+	h.buf = append([]store.Item{l.Item}, h.buf...)
 	f.updateLocked(h)
 	f.broadcastLocked()
 }
@@ -37,19 +36,19 @@ func (f *Frontier) Started(l *Lease, next time.Time) {
 
 // Complete ends a lease with its result and the URLs it discovered; the
 // queue entry is deleted in the same commit that stores the result.
-func (f *Frontier) Complete(l *Lease, r *storage.Result, discovered []storage.Item) error {
+func (f *Frontier) Complete(l *Lease, r *store.Result, discovered []store.Item) error {
 	return f.CompleteWith(l, r, discovered, nil)
 }
 
 // CompleteWith is Complete with attach, if not nil, carried by the commit
-// that stores the result (see storage.Batch.Attach and Options.Archive).
-func (f *Frontier) CompleteWith(l *Lease, r *storage.Result, discovered []storage.Item, attach any) error {
+// that stores the result (see store.Batch.Attach and Options.Archive).
+func (f *Frontier) CompleteWith(l *Lease, r *store.Result, discovered []store.Item, attach any) error {
 	it := l.Item
-	rec := storage.EncodeResult(it, r)
+	rec := store.EncodeResult(it, r)
 	entries := encodeQueued(discovered)
 	h := l.host
 	h.writes.Add(1)
-	err := f.writer.submit(1+len(discovered), func(b *storage.Batch) {
+	err := f.writer.submit(1+len(discovered), func(b *store.Batch) {
 		h.writes.Add(-1)
 		if attach != nil {
 			b.Attach(attach)
@@ -68,10 +67,10 @@ func (f *Frontier) CompleteWith(l *Lease, r *storage.Result, discovered []storag
 
 // Defer ends a lease by parking its URL until due, with the item as given
 // (the caller updates Attempts when the URL was attempted).
-func (f *Frontier) Defer(l *Lease, it storage.Item, due time.Time) error {
+func (f *Frontier) Defer(l *Lease, it store.Item, due time.Time) error {
 	h := l.host
 	h.writes.Add(1)
-	err := f.writer.submit(1, func(b *storage.Batch) {
+	err := f.writer.submit(1, func(b *store.Batch) {
 		h.writes.Add(-1)
 		b.Defer(it, due)
 	})
@@ -160,7 +159,7 @@ func (f *Frontier) Unhold(host string) {
 // FailHost records every queued URL of host as failed with the template
 // (for a host given up on) and drops them from memory. Leases in flight for
 // the host are not affected: their own outcome is recorded when they end.
-func (f *Frontier) FailHost(host string, template storage.Result) error {
+func (f *Frontier) FailHost(host string, template store.Result) error {
 	f.mu.Lock()
 	h := f.host(host) // kept until the commit lands, so URLs added meanwhile wait too
 	if h.failing {    // the pending one fails whatever is queued when it lands
@@ -171,5 +170,5 @@ func (f *Frontier) FailHost(host string, template storage.Result) error {
 	inFlight := slices.Clone(h.leased)
 	f.updateLocked(h)
 	f.mu.Unlock()
-	return f.writer.submit(1, func(b *storage.Batch) { b.FailHost(host, template, inFlight) })
+	return f.writer.submit(1, func(b *store.Batch) { b.FailHost(host, template, inFlight) })
 }

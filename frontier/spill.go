@@ -1,10 +1,9 @@
 package frontier
 
 import (
+	"breakwater/store"
 	"container/heap"
 	"slices"
-
-	"breakwater/storage"
 )
 
 // restockLocked asks the writer for a scan of the file when hosts were
@@ -36,7 +35,7 @@ func (f *Frontier) scanDormant() error {
 	// chunk per lock: a lock per host would queue the scan behind every
 	// Next, thousands of times.
 	var counted []candidate
-	err := f.db.ForEachHost(func(name string, c storage.HostCounts) error {
+	err := f.db.ForEachHost(func(name string, c store.HostCounts) error {
 		if c.Queued > 0 {
 			counted = append(counted, candidate{name: name, queued: int(c.Queued), seq: len(counted)})
 		}

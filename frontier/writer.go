@@ -1,14 +1,13 @@
 package frontier
 
 import (
+	"breakwater/store"
 	"container/heap"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"time"
-
-	"breakwater/storage"
 )
 
 // writer is the single goroutine that turns frontier operations into group
@@ -34,7 +33,7 @@ type writer struct {
 
 // request is one submitted write and the number of operations it adds.
 type request struct {
-	fn     func(*storage.Batch)
+	fn     func(*store.Batch)
 	weight int
 }
 
@@ -55,7 +54,7 @@ func newWriter(f *Frontier) *writer {
 	return w
 }
 
-func (w *writer) submit(weight int, fn func(*storage.Batch)) error {
+func (w *writer) submit(weight int, fn func(*store.Batch)) error {
 	w.mu.Lock()
 	for w.queued > 0 && w.queued+weight > maxQueued && w.err == nil && !w.closing {
 		w.room.Wait()
@@ -113,7 +112,7 @@ func (w *writer) run() {
 	defer prune.Stop()
 	linger := time.NewTimer(time.Hour)
 	defer linger.Stop()
-	var batch storage.Batch
+	var batch store.Batch
 	var lastCommit time.Time
 	for {
 		batch.Reset()
@@ -153,7 +152,7 @@ func (w *writer) run() {
 // cost fewer fsyncs, fewer page copies and fewer pages mapped into memory.
 // An idle writer (wait already over) commits at once. Refills keep being
 // served meanwhile. It reports whether the frontier is closing.
-func (w *writer) linger(b *storage.Batch, t *taken, timer *time.Timer, wait time.Duration) bool {
+func (w *writer) linger(b *store.Batch, t *taken, timer *time.Timer, wait time.Duration) bool {
 	if wait <= 0 {
 		return false
 	}
@@ -185,14 +184,14 @@ func (w *writer) full() bool {
 // taken counts the requests and their weight in one batch.
 type taken struct{ requests, weight int }
 
-func (t *taken) add(r request, b *storage.Batch) {
+func (t *taken) add(r request, b *store.Batch) {
 	r.fn(b)
 	t.requests++
 	t.weight += r.weight
 }
 
 // gather adds whatever else is already waiting, up to the batch cap.
-func (w *writer) gather(b *storage.Batch, t *taken) {
+func (w *writer) gather(b *store.Batch, t *taken) {
 	for b.Len() < w.f.opts.MaxBatch {
 		select {
 		case r := <-w.reqs:
@@ -213,8 +212,8 @@ func (w *writer) untilDue() time.Duration {
 	return max(due.Sub(w.f.opts.Now()), 0)
 }
 
-func (w *writer) commit(b *storage.Batch, t taken) {
-	var committed *storage.Committed
+func (w *writer) commit(b *store.Batch, t taken) {
+	var committed *store.Committed
 	// After a failed write nothing more is committed: a later batch may
 	// fit where the failed one did not (free pages in the file, a record
 	// shorter than the one the disk refused), and committing it would make
@@ -245,7 +244,7 @@ func (w *writer) commit(b *storage.Batch, t taken) {
 }
 
 // write hands b to the archive, commits it and tells the archive.
-func (w *writer) write(b *storage.Batch) (*storage.Committed, error) {
+func (w *writer) write(b *store.Batch) (*store.Committed, error) {
 	now := w.f.opts.Now()
 	w.mu.Lock()
 	due := w.nextDue
@@ -279,7 +278,7 @@ func (w *writer) write(b *storage.Batch) (*storage.Committed, error) {
 
 func (w *writer) drain() {
 	for {
-		var b storage.Batch
+		var b store.Batch
 		var t taken
 		w.gather(&b, &t)
 		if t.requests == 0 {
@@ -306,7 +305,7 @@ func (w *writer) close() error {
 }
 
 // committed updates the scheduler after a commit.
-func (f *Frontier) committed(c *storage.Committed) {
+func (f *Frontier) committed(c *store.Committed) {
 	if c == nil {
 		return
 	}
@@ -322,7 +321,7 @@ func (f *Frontier) committed(c *storage.Committed) {
 			for _, it := range h.buf {
 				h.loadedSeq = max(h.loadedSeq, it.Seq)
 			}
-			h.buf = slices.DeleteFunc(h.buf, func(it storage.Item) bool { return slices.Contains(failed, it.Seq) })
+			h.buf = slices.DeleteFunc(h.buf, func(it store.Item) bool { return slices.Contains(failed, it.Seq) })
 			h.backlog = 0
 			if h.dormantIdx >= 0 {
 				heap.Remove(&f.dormant, h.dormantIdx)
@@ -353,4 +352,4 @@ func (f *Frontier) Failed() <-chan struct{} { return f.writer.failed }
 
 // Submit adds other writes (robots cache, breaker state, logs) to the next
 // group commit.
-func (f *Frontier) Submit(fn func(*storage.Batch)) error { return f.writer.submit(1, fn) }
+func (f *Frontier) Submit(fn func(*store.Batch)) error { return f.writer.submit(1, fn) }

@@ -14,6 +14,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 // failingArchive fails the first BeforeCommit that carries records, as a
@@ -26,7 +27,7 @@ type failingArchive struct {
 	after   int // AfterCommit calls since the failure
 }
 
-func (a *failingArchive) BeforeCommit(b *storage.Batch) error {
+func (a *failingArchive) BeforeCommit(b *store.Batch) error {
 	a.calls++
 	if a.calls == 1 {
 		close(a.entered)
@@ -120,7 +121,7 @@ func TestFullDatabaseStopsTheFrontier(t *testing.T) {
 	var addErr error
 fill:
 	for i := 0; i < 1000; i++ {
-		items := make([]storage.Item, chunk)
+		items := make([]store.Item, chunk)
 		for j := range items {
 			items[j] = item(t, fmt.Sprintf("http://h%d.test/%d", j%8, i*chunk+j))
 		}
@@ -166,7 +167,7 @@ fill:
 		t.Errorf("counts %+v after %d URLs submitted in chunks of %d: want whole chunks, fewer than submitted", c, submitted, chunk)
 	}
 	var queued int64
-	if err := db.ForEachHost(func(host string, hc storage.HostCounts) error {
+	if err := db.ForEachHost(func(host string, hc store.HostCounts) error {
 		items, err := db.LoadQueued(host, 0, 1<<30)
 		queued += int64(len(items))
 		return err

@@ -12,18 +12,18 @@ import (
 	"time"
 
 	"breakwater/control"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // PageData is what the status page and /status.json show.
 type PageData struct {
-	Now         time.Time            `json:"now"`
-	Started     time.Time            `json:"started"`
-	Status      *control.Status      `json:"status"`
-	PagesPerSec float64              `json:"pages_per_sec"`
-	Hosts       []PageHost           `json:"hosts_not_closed"`
-	Cases       []storage.Case       `json:"open_cases"`
-	Transitions []storage.Transition `json:"transitions"`
+	Now         time.Time          `json:"now"`
+	Started     time.Time          `json:"started"`
+	Status      *control.Status    `json:"status"`
+	PagesPerSec float64            `json:"pages_per_sec"`
+	Hosts       []PageHost         `json:"hosts_not_closed"`
+	Cases       []store.Case       `json:"open_cases"`
+	Transitions []store.Transition `json:"transitions"`
 }
 
 // PageHost is a host that is not closed, with what last moved it.
@@ -108,7 +108,7 @@ const (
 // each stretch coloured by the state the host was in.
 func timeline(d *PageData) chart {
 	var hosts []string
-	byHost := map[string][]storage.Transition{}
+	byHost := map[string][]store.Transition{}
 	for _, t := range d.Transitions {
 		if _, ok := byHost[t.Host]; !ok {
 			hosts = append(hosts, t.Host)

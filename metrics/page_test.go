@@ -15,7 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"breakwater/control"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -27,7 +27,7 @@ const hostile = `evil<script>window.__pwned=1</script>.test`
 type pageAPI struct{ control.API }
 
 func (pageAPI) Status() (*control.Status, error) {
-	return &control.Status{Counts: storage.Counts{Fetched: 120, Failed: 3, Queued: 40}, Running: true, Hosts: 4}, nil
+	return &control.Status{Counts: store.Counts{Fetched: 120, Failed: 3, Queued: 40}, Running: true, Hosts: 4}, nil
 }
 
 func (pageAPI) Hosts(string) ([]control.HostRow, error) {
@@ -39,16 +39,16 @@ func (pageAPI) Hosts(string) ([]control.HostRow, error) {
 	}, nil
 }
 
-func (pageAPI) Transitions(string, time.Time) ([]storage.Transition, error) {
-	return []storage.Transition{
+func (pageAPI) Transitions(string, time.Time) ([]store.Transition, error) {
+	return []store.Transition{
 		{At: t0.Add(10 * time.Second), Host: "dead.test", From: "closed", To: "open", Detail: "connection refused"},
 		{At: t0.Add(20 * time.Second), Host: "flaky.test", From: "closed", To: "open", Detail: "status 503"},
 		{At: t0.Add(50 * time.Second), Host: "flaky.test", From: "open", To: "half-open"},
 	}, nil
 }
 
-func (pageAPI) Cases() ([]storage.Case, error) {
-	return []storage.Case{{Host: hostile, At: t0.Add(30 * time.Second), Status: 403,
+func (pageAPI) Cases() ([]store.Case, error) {
+	return []store.Case{{Host: hostile, At: t0.Add(30 * time.Second), Status: 403,
 		Excerpt: `not you, breakwater <script>window.__pwned=3</script>`}}, nil
 }
 

@@ -7,7 +7,7 @@ import (
 
 	"breakwater/breaker"
 	"breakwater/control"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // API answers the control commands (status, hosts, transitions, cases,
@@ -71,15 +71,15 @@ func (a *API) Hosts(state string) ([]control.HostRow, error) {
 }
 
 // Transitions lists the logged transitions.
-func (a *API) Transitions(host string, since time.Time) ([]storage.Transition, error) {
+func (a *API) Transitions(host string, since time.Time) ([]store.Transition, error) {
 	return control.ReadTransitions(a.s, host, since)
 }
 
 // Cases lists the recorded refusals.
-func (a *API) Cases() ([]storage.Case, error) { return control.ReadCases(a.s) }
+func (a *API) Cases() ([]store.Case, error) { return control.ReadCases(a.s) }
 
 // Results reads the stored results.
-func (a *API) Results(failedOnly bool, fn func(*storage.Result) error) error {
+func (a *API) Results(failedOnly bool, fn func(*store.Result) error) error {
 	return a.s.ScanResults(failedOnly, fn)
 }
 

@@ -1,13 +1,12 @@
 package redisstore
 
 import (
+	"breakwater/store"
 	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
-
-	"breakwater/storage"
 )
 
 // ArchiveStore is one process's archive state in the fleet's store (a
@@ -26,7 +25,7 @@ type ArchiveStore struct {
 func (s *Store) ArchiveStore(id string) *ArchiveStore { return &ArchiveStore{s: s, id: id} }
 
 // ArchiveState returns the state last stored; ok is false before the first.
-func (a *ArchiveStore) ArchiveState() (st storage.ArchiveState, ok bool, err error) {
+func (a *ArchiveStore) ArchiveState() (st store.ArchiveState, ok bool, err error) {
 	ctx, cancel := bg()
 	defer cancel()
 	data, err := a.s.rdb.Get(ctx, keyOfArchive(a.id)).Bytes()
@@ -43,7 +42,7 @@ func (a *ArchiveStore) ArchiveState() (st storage.ArchiveState, ok bool, err err
 }
 
 // PutArchiveState stores st at once (a new file is named before it is created).
-func (a *ArchiveStore) PutArchiveState(st storage.ArchiveState) error {
+func (a *ArchiveStore) PutArchiveState(st store.ArchiveState) error {
 	ctx, cancel := bg()
 	defer cancel()
 	data, _ := json.Marshal(st)
@@ -54,7 +53,7 @@ func (a *ArchiveStore) PutArchiveState(st storage.ArchiveState) error {
 }
 
 // LookupCapture returns the fleet's first capture of a payload.
-func (a *ArchiveStore) LookupCapture(digest string) (c storage.Capture, ok bool, err error) {
+func (a *ArchiveStore) LookupCapture(digest string) (c store.Capture, ok bool, err error) {
 	ctx, cancel := bg()
 	defer cancel()
 	data, err := a.s.rdb.HGet(ctx, keyOfCaptures(digest), digest).Bytes()
@@ -64,6 +63,6 @@ func (a *ArchiveStore) LookupCapture(digest string) (c storage.Capture, ok bool,
 	if err != nil {
 		return c, false, fmt.Errorf("store %s: read capture %s: %w", a.s.display, digest, err)
 	}
-	c, err = storage.DecodeCapture(digest, data)
+	c, err = store.DecodeCapture(digest, data)
 	return c, err == nil, err
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"breakwater/breaker"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // The fleet breaker. In fleet mode the processes of a crawl share one
@@ -108,7 +108,7 @@ func (b *Breakers) Config() breaker.Config { return b.cfg }
 // Outcome) treats an unheld Open breaker whose rest has passed as HalfOpen
 // at Generation+1: the script's Advance makes it so before it records the
 // probe's outcome.
-func (b *Breakers) Outcome(ctx context.Context, t breaker.Ticket, c breaker.Class, detail string, now time.Time) (breaker.Breaker, []storage.Transition, error) {
+func (b *Breakers) Outcome(ctx context.Context, t breaker.Ticket, c breaker.Class, detail string, now time.Time) (breaker.Breaker, []store.Transition, error) {
 	k := keysOf(t.Host)
 	probe := 0
 	if t.Probe {
@@ -170,7 +170,7 @@ func (b *Breakers) Get(ctx context.Context, host string) (br breaker.Breaker, ok
 // Pause force-opens host with an operator hold, as Registry.Pause: a host
 // held by a case keeps it and gains the pause (a transition); pausing a
 // paused host only replaces the reason (no transition).
-func (b *Breakers) Pause(ctx context.Context, host, reason string, now time.Time) (breaker.Breaker, []storage.Transition, error) {
+func (b *Breakers) Pause(ctx context.Context, host, reason string, now time.Time) (breaker.Breaker, []store.Transition, error) {
 	br, trs, _, err := b.hold(ctx, "pause", host, reason, now)
 	if err != nil {
 		return breaker.Breaker{}, nil, fmt.Errorf("pause %s: %w", host, err)
@@ -182,7 +182,7 @@ func (b *Breakers) Pause(ctx context.Context, host, reason string, now time.Time
 // Registry.Unpause: the host goes half-open only if no case holds it. For a
 // host that is not paused it returns an error wrapping breaker.ErrCaseOpen
 // if a case holds it, else breaker.ErrNotPaused, and the breaker as it is.
-func (b *Breakers) Unpause(ctx context.Context, host string, now time.Time) (breaker.Breaker, []storage.Transition, error) {
+func (b *Breakers) Unpause(ctx context.Context, host string, now time.Time) (breaker.Breaker, []store.Transition, error) {
 	br, trs, done, err := b.hold(ctx, "unpause", host, "", now)
 	switch {
 	case err != nil:
@@ -199,7 +199,7 @@ func (b *Breakers) Unpause(ctx context.Context, host string, now time.Time) (bre
 // Registry.ResolveCase: the host goes half-open only if it is not paused.
 // For a host without a case it returns an error wrapping breaker.ErrNoCase,
 // and the breaker as it is.
-func (b *Breakers) ResolveCase(ctx context.Context, host string, now time.Time) (breaker.Breaker, []storage.Transition, error) {
+func (b *Breakers) ResolveCase(ctx context.Context, host string, now time.Time) (breaker.Breaker, []store.Transition, error) {
 	br, trs, done, err := b.hold(ctx, "resolve", host, "", now)
 	switch {
 	case err != nil:
@@ -211,7 +211,7 @@ func (b *Breakers) ResolveCase(ctx context.Context, host string, now time.Time) 
 }
 
 // hold runs hold.lua; done is false when a release found no such hold.
-func (b *Breakers) hold(ctx context.Context, op, host, reason string, now time.Time) (breaker.Breaker, []storage.Transition, bool, error) {
+func (b *Breakers) hold(ctx context.Context, op, host, reason string, now time.Time) (breaker.Breaker, []store.Transition, bool, error) {
 	k := keysOf(host)
 	res, err := holdScript.Run(ctx, b.rdb, []string{k.breaker, k.probe, k.transitions},
 		op, reason, now.UnixMilli(), ms(b.cfg.Rest), ms(b.idleExpiry()), host).Slice()
@@ -223,12 +223,12 @@ func (b *Breakers) hold(ctx context.Context, op, host, reason string, now time.T
 }
 
 // Transitions returns host's logged transitions, oldest first.
-func (b *Breakers) Transitions(ctx context.Context, host string) ([]storage.Transition, error) {
+func (b *Breakers) Transitions(ctx context.Context, host string) ([]store.Transition, error) {
 	raw, err := b.rdb.LRange(ctx, keysOf(host).transitions, 0, -1).Result()
 	if err != nil {
 		return nil, fmt.Errorf("breaker transitions of %s: %w", host, err)
 	}
-	out := make([]storage.Transition, 0, len(raw))
+	out := make([]store.Transition, 0, len(raw))
 	for _, s := range raw {
 		tr, err := parseTransition(s)
 		if err != nil {
@@ -272,18 +272,18 @@ type transitionJSON struct {
 	Generation uint64 `json:"generation"`
 }
 
-func parseTransition(s string) (storage.Transition, error) {
+func parseTransition(s string) (store.Transition, error) {
 	var j transitionJSON
 	if err := json.Unmarshal([]byte(s), &j); err != nil {
-		return storage.Transition{}, fmt.Errorf("transition %q: %w", s, err)
+		return store.Transition{}, fmt.Errorf("transition %q: %w", s, err)
 	}
-	return storage.Transition{At: time.UnixMilli(j.AtMS).UTC(), Host: j.Host, From: j.From, To: j.To,
+	return store.Transition{At: time.UnixMilli(j.AtMS).UTC(), Host: j.Host, From: j.From, To: j.To,
 		Hold: j.Hold, Class: j.Class, Detail: j.Detail, Reason: j.Reason, Generation: j.Generation}, nil
 }
 
 // parseReply reads a script's reply: {status, the breaker's fields...,
 // transitions...}.
-func parseReply(res []any) (done bool, br breaker.Breaker, trs []storage.Transition, err error) {
+func parseReply(res []any) (done bool, br breaker.Breaker, trs []store.Transition, err error) {
 	n := len(breakerFields)
 	if len(res) < 1+n {
 		return false, br, nil, fmt.Errorf("short script reply (%d values)", len(res))

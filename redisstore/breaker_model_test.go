@@ -15,7 +15,7 @@ import (
 
 	"breakwater/breaker"
 	"breakwater/redisstore/redistest"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // The reference for the scripts is the Go breaker itself. modelOutcome
@@ -26,12 +26,12 @@ import (
 // registry's code and not from a reading of it.
 
 // modelOutcome is what breaker.lua must do with one outcome.
-func modelOutcome(cfg breaker.Config, host string, b breaker.Breaker, t breaker.Ticket, c breaker.Class, detail string, now time.Time) (breaker.Breaker, []storage.Transition) {
+func modelOutcome(cfg breaker.Config, host string, b breaker.Breaker, t breaker.Ticket, c breaker.Class, detail string, now time.Time) (breaker.Breaker, []store.Transition) {
 	cfg = cfg.WithDefaults()
 	if cfg.Disabled && c != breaker.Refused {
 		return b, nil
 	}
-	var trs []storage.Transition
+	var trs []store.Transition
 	if before := b; !cfg.Disabled && b.Advance(now) {
 		trs = append(trs, modelTransition(host, before, b, now, "", "", ""))
 	}
@@ -57,7 +57,7 @@ func accepts(b breaker.Breaker, t breaker.Ticket) bool {
 
 // modelTransition is the registry's commit: an empty reason becomes the
 // case's detail, else the pause's reason.
-func modelTransition(host string, before, after breaker.Breaker, now time.Time, c breaker.Class, detail, reason string) storage.Transition {
+func modelTransition(host string, before, after breaker.Breaker, now time.Time, c breaker.Class, detail, reason string) store.Transition {
 	switch {
 	case reason != "":
 	case after.Hold.Has(breaker.Case):
@@ -65,7 +65,7 @@ func modelTransition(host string, before, after breaker.Breaker, now time.Time, 
 	case after.Hold.Has(breaker.Paused):
 		reason = after.PauseReason
 	}
-	return storage.NewTransition(breaker.Transition{At: now, Host: host, From: before.State, To: after.State,
+	return store.NewTransition(breaker.Transition{At: now, Host: host, From: before.State, To: after.State,
 		Hold: after.Hold, Class: c, Detail: detail, Reason: reason, Generation: after.Generation})
 }
 
@@ -92,7 +92,7 @@ func loadRegistry(cfg breaker.Config, host string, b breaker.Breaker, on func(br
 // registryOutcome drives a breaker.Registry through the same outcome:
 // Admit at now (the Advance the script does first), then Report. present
 // is false when the registry evicted the host (it is clean).
-func registryOutcome(cfg breaker.Config, host string, b breaker.Breaker, t breaker.Ticket, c breaker.Class, detail string, now time.Time) (nb breaker.Breaker, present bool, trs []storage.Transition) {
+func registryOutcome(cfg breaker.Config, host string, b breaker.Breaker, t breaker.Ticket, c breaker.Class, detail string, now time.Time) (nb breaker.Breaker, present bool, trs []store.Transition) {
 	var got []breaker.Transition
 	reg, off := loadRegistry(cfg, host, b, func(tr breaker.Transition) { got = append(got, tr) })
 	reg.Admit(host, now)
@@ -109,7 +109,7 @@ func registryOutcome(cfg breaker.Config, host string, b breaker.Breaker, t break
 	}
 	for _, tr := range got {
 		tr.Generation -= off
-		trs = append(trs, storage.NewTransition(tr))
+		trs = append(trs, store.NewTransition(tr))
 	}
 	return nb, present, trs
 }
@@ -118,7 +118,7 @@ func registryOutcome(cfg breaker.Config, host string, b breaker.Breaker, t break
 // ResolveCase. The registry is loaded with b; a clean b is loaded with one
 // failure so that its entry keeps its generation (every hold operation
 // either opens it, which resets the count, or fails).
-func modelHold(cfg breaker.Config, host string, b breaker.Breaker, op, reason string, now time.Time) (breaker.Breaker, []storage.Transition, error) {
+func modelHold(cfg breaker.Config, host string, b breaker.Breaker, op, reason string, now time.Time) (breaker.Breaker, []store.Transition, error) {
 	var got []breaker.Transition
 	reg := breaker.NewRegistry(cfg, func(tr breaker.Transition) { got = append(got, tr) })
 	loaded := b
@@ -144,15 +144,15 @@ func modelHold(cfg breaker.Config, host string, b breaker.Breaker, op, reason st
 	if !ok {
 		panic("a held or half-open breaker was evicted")
 	}
-	var trs []storage.Transition
+	var trs []store.Transition
 	for _, tr := range got {
-		trs = append(trs, storage.NewTransition(tr))
+		trs = append(trs, store.NewTransition(tr))
 	}
 	return nb, trs, nil
 }
 
 // runHold calls the Breakers method for op.
-func runHold(ctx context.Context, bs *Breakers, host, op, reason string, now time.Time) (breaker.Breaker, []storage.Transition, error) {
+func runHold(ctx context.Context, bs *Breakers, host, op, reason string, now time.Time) (breaker.Breaker, []store.Transition, error) {
 	switch op {
 	case "pause":
 		return bs.Pause(ctx, host, reason, now)
@@ -190,8 +190,8 @@ func normTime(t time.Time) time.Time {
 	return t.UTC()
 }
 
-func normTransitions(trs []storage.Transition) []storage.Transition {
-	out := make([]storage.Transition, len(trs))
+func normTransitions(trs []store.Transition) []store.Transition {
+	out := make([]store.Transition, len(trs))
 	for i, tr := range trs {
 		tr.At = normTime(tr.At)
 		out[i] = tr
@@ -208,7 +208,7 @@ func diffBreaker(got, want breaker.Breaker) string {
 	return fmt.Sprintf("breaker\n got %+v\nwant %+v", got, want)
 }
 
-func diffTransitions(got, want []storage.Transition) string {
+func diffTransitions(got, want []store.Transition) string {
 	got, want = normTransitions(got), normTransitions(want)
 	if slices.Equal(got, want) {
 		return ""
@@ -327,7 +327,7 @@ func TestBreakerModel(t *testing.T) {
 		var (
 			b    breaker.Breaker // the model
 			gv   *uint64         // the model's probe gate
-			log  []storage.Transition
+			log  []store.Transition
 			now  = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(rapid.Int64Range(0, 1e6).Draw(rt, "start_ms")) * time.Millisecond)
 			step int
 		)
@@ -346,7 +346,7 @@ func TestBreakerModel(t *testing.T) {
 			}
 			return rapid.Uint64Range(0, g+2).Draw(rt, "gen")
 		}
-		check := func(rt *rapid.T, got breaker.Breaker, gotTrs, wantTrs []storage.Transition) {
+		check := func(rt *rapid.T, got breaker.Breaker, gotTrs, wantTrs []store.Transition) {
 			if d := diffBreaker(got, b); d != "" {
 				rt.Fatalf("step %d: %s", step, d)
 			}
@@ -365,7 +365,7 @@ func TestBreakerModel(t *testing.T) {
 					rt.Fatal(err)
 				}
 				before := b
-				var wantTrs []storage.Transition
+				var wantTrs []store.Transition
 				b, wantTrs = modelOutcome(cfg, host, b, tk, c, detail, now)
 				switch {
 				case cfg.Disabled && c != breaker.Refused:
@@ -385,7 +385,7 @@ func TestBreakerModel(t *testing.T) {
 					rt.Fatal(err)
 				}
 				before := b
-				var wantTrs []storage.Transition
+				var wantTrs []store.Transition
 				b, wantTrs, _ = modelHold(cfg, host, b, "pause", reason, now)
 				if b.Generation != before.Generation {
 					gv = nil
@@ -397,7 +397,7 @@ func TestBreakerModel(t *testing.T) {
 				op := rapid.SampledFrom([]string{"unpause", "resolve"}).Draw(rt, "op")
 				got, gotTrs, err := runHold(ctx, bs, host, op, "", now)
 				before := b
-				var wantTrs []storage.Transition
+				var wantTrs []store.Transition
 				var wantErr error
 				b, wantTrs, wantErr = modelHold(cfg, host, b, op, "", now)
 				if !sameError(err, wantErr) {

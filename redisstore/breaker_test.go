@@ -14,7 +14,7 @@ import (
 
 	"breakwater/breaker"
 	"breakwater/redisstore/redistest"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 var (
@@ -273,7 +273,7 @@ func TestStaleGenerations(t *testing.T) {
 	bs := NewBreakers(srv.Client(), cfg)
 	const host = "stale.example"
 	now := t0
-	outcome := func(gen uint64, probe bool, c breaker.Class) (breaker.Breaker, []storage.Transition) {
+	outcome := func(gen uint64, probe bool, c breaker.Class) (breaker.Breaker, []store.Transition) {
 		t.Helper()
 		b, trs, err := bs.Outcome(ctx, breaker.Ticket{Host: host, Generation: gen, Probe: probe, At: now}, c, "", now)
 		if err != nil {
@@ -428,7 +428,7 @@ func TestConcurrentOpen(t *testing.T) {
 		wg    sync.WaitGroup
 		start = make(chan struct{})
 		mu    sync.Mutex
-		seen  []storage.Transition
+		seen  []store.Transition
 	)
 	for range n {
 		c := redis.NewClient(&redis.Options{Addr: srv.Addr})
@@ -455,7 +455,7 @@ func TestConcurrentOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []storage.Transition{{At: t0, Host: host, From: "closed", To: "open", Class: "transient", Detail: "timeout", Generation: 1}}
+	want := []store.Transition{{At: t0, Host: host, From: "closed", To: "open", Class: "transient", Detail: "timeout", Generation: 1}}
 	if d := diffTransitions(logged, want); d != "" {
 		t.Fatalf("logged %s", d)
 	}
@@ -581,7 +581,7 @@ func TestCleanOKIsOneRead(t *testing.T) {
 	}
 }
 
-// TestTransitionLog checks a whole story's log, as storage.Transition
+// TestTransitionLog checks a whole story's log, as store.Transition
 // values, and that Outcome returns the Advance and the Record together.
 func TestTransitionLog(t *testing.T) {
 	srv := redistest.Start(t)
@@ -589,29 +589,29 @@ func TestTransitionLog(t *testing.T) {
 	bs := NewBreakers(srv.Client(), breaker.Config{Threshold: 1, Rest: time.Second, RestMax: 4 * time.Second, Probes: 1})
 	const h = "log.example"
 	t1, t2, t3, t4 := t0.Add(time.Second), t0.Add(3*time.Second), t0.Add(4*time.Second), t0.Add(5*time.Second)
-	steps := []func() ([]storage.Transition, error){
-		func() ([]storage.Transition, error) {
+	steps := []func() ([]store.Transition, error){
+		func() ([]store.Transition, error) {
 			_, trs, err := bs.Outcome(ctx, breaker.Ticket{Host: h}, breaker.Transient, "503", t0)
 			return trs, err
 		},
-		func() ([]storage.Transition, error) {
+		func() ([]store.Transition, error) {
 			_, trs, err := bs.Outcome(ctx, breaker.Ticket{Host: h, Generation: 2, Probe: true}, breaker.Transient, "timeout", t1)
 			return trs, err
 		},
-		func() ([]storage.Transition, error) {
+		func() ([]store.Transition, error) {
 			_, trs, err := bs.Pause(ctx, h, "ops", t2)
 			return trs, err
 		},
-		func() ([]storage.Transition, error) {
+		func() ([]store.Transition, error) {
 			_, trs, err := bs.Outcome(ctx, breaker.Ticket{Host: h}, breaker.Refused, "403 bot", t3)
 			return trs, err
 		},
-		func() ([]storage.Transition, error) {
+		func() ([]store.Transition, error) {
 			_, trs, err := bs.Unpause(ctx, h, t4)
 			return trs, err
 		},
 	}
-	want := []storage.Transition{
+	want := []store.Transition{
 		{At: t0, Host: h, From: "closed", To: "open", Class: "transient", Detail: "503", Generation: 1},
 		{At: t1, Host: h, From: "open", To: "half-open", Generation: 2},
 		{At: t1, Host: h, From: "half-open", To: "open", Class: "transient", Detail: "timeout", Generation: 3},
@@ -619,7 +619,7 @@ func TestTransitionLog(t *testing.T) {
 		{At: t3, Host: h, From: "open", To: "open", Hold: "case+paused", Class: "refused", Detail: "403 bot", Reason: "403 bot", Generation: 5},
 		{At: t4, Host: h, From: "open", To: "open", Hold: "case", Reason: "unpaused", Generation: 6},
 	}
-	var returned []storage.Transition
+	var returned []store.Transition
 	for _, step := range steps {
 		trs, err := step()
 		if err != nil {

@@ -15,7 +15,7 @@ import (
 
 	"breakwater/breaker"
 	"breakwater/frontier"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // The fleet's frontier shares the crawl among processes by host: a
@@ -126,13 +126,13 @@ type Frontier struct {
 // ownedHost is a host this process holds the lease of.
 type ownedHost struct {
 	name string
-	buf  []storage.Item
+	buf  []store.Item
 	// pending holds the URLs leased and not yet confirmed gone from the
 	// host's queue in Redis: a reload must not offer them again.
-	pending map[storage.Hash]struct{}
+	pending map[store.Hash]struct{}
 	// settled holds the URLs whose writes were confirmed since the last
 	// load began: that load may have read them still queued.
-	settled  map[storage.Hash]struct{}
+	settled  map[store.Hash]struct{}
 	inflight int
 	writes   int // jobs of this host not yet written
 	readyAt  time.Time
@@ -151,13 +151,13 @@ func (h *ownedHost) hasWork() bool {
 
 // job is one write for the writer.
 type job struct {
-	batch   *storage.Batch
+	batch   *store.Batch
 	host    string // the owned host whose pending URL the job settles, if any
-	hash    storage.Hash
+	hash    store.Hash
 	settles bool
 	counted bool // counted in its host's writes
 	outcome *outcome
-	failAll *storage.Result // FailHost's template
+	failAll *store.Result // FailHost's template
 	// placement is where the archive wrote the completed page's records.
 	placement string
 }
@@ -194,13 +194,13 @@ func (f *Frontier) broadcastLocked() {
 }
 
 // Add queues items never seen before, fleet-wide.
-func (f *Frontier) Add(items ...storage.Item) error {
+func (f *Frontier) Add(items ...store.Item) error {
 	if len(items) == 0 {
 		return nil
 	}
-	var b storage.Batch
+	var b store.Batch
 	for _, it := range items {
-		b.AddEncoded(it, storage.EncodeQueued(it))
+		b.AddEncoded(it, store.EncodeQueued(it))
 	}
 	return f.push(job{batch: &b})
 }
@@ -335,7 +335,7 @@ func (f *Frontier) Release(l *frontier.Lease) {
 		return
 	}
 	delete(h.pending, l.Item.Hash)
-	h.buf = append([]storage.Item{l.Item}, h.buf...)
+	h.buf = append([]store.Item{l.Item}, h.buf...)
 	f.broadcastLocked()
 }
 
@@ -352,14 +352,14 @@ func (f *Frontier) Started(l *frontier.Lease, next time.Time) {
 
 // CompleteWith ends a lease with its result and the URLs it found; attach,
 // if not nil, goes to the archive with the write that stores the result.
-func (f *Frontier) CompleteWith(l *frontier.Lease, r *storage.Result, found []storage.Item, attach any) error {
-	var b storage.Batch
+func (f *Frontier) CompleteWith(l *frontier.Lease, r *store.Result, found []store.Item, attach any) error {
+	var b store.Batch
 	if attach != nil {
 		b.Attach(attach)
 	}
-	b.CompleteRecord(l.Item, storage.EncodeResult(l.Item, r))
+	b.CompleteRecord(l.Item, store.EncodeResult(l.Item, r))
 	for _, it := range found {
-		b.AddEncoded(it, storage.EncodeQueued(it))
+		b.AddEncoded(it, store.EncodeQueued(it))
 	}
 	err := f.push(job{batch: &b, host: l.Item.Host, hash: l.Item.Hash, settles: true})
 	f.mu.Lock()
@@ -370,13 +370,13 @@ func (f *Frontier) CompleteWith(l *frontier.Lease, r *storage.Result, found []st
 }
 
 // Complete is CompleteWith without an attachment.
-func (f *Frontier) Complete(l *frontier.Lease, r *storage.Result, found []storage.Item) error {
+func (f *Frontier) Complete(l *frontier.Lease, r *store.Result, found []store.Item) error {
 	return f.CompleteWith(l, r, found, nil)
 }
 
 // Defer ends a lease by parking its URL until due.
-func (f *Frontier) Defer(l *frontier.Lease, it storage.Item, due time.Time) error {
-	var b storage.Batch
+func (f *Frontier) Defer(l *frontier.Lease, it store.Item, due time.Time) error {
+	var b store.Batch
 	b.Defer(it, due)
 	err := f.push(job{batch: &b, host: it.Host, hash: it.Hash, settles: true})
 	f.mu.Lock()
@@ -428,7 +428,7 @@ func (f *Frontier) Unhold(host string) {
 
 // FailHost records every queued URL of host but those in flight as failed
 // with template.
-func (f *Frontier) FailHost(host string, template storage.Result) error {
+func (f *Frontier) FailHost(host string, template store.Result) error {
 	f.mu.Lock()
 	h := f.hosts[host]
 	if h != nil {
@@ -482,8 +482,8 @@ func (f *Frontier) InFlight() int {
 func (f *Frontier) Failed() <-chan struct{} { return f.failed }
 
 // Submit queues the operations fn adds to a batch.
-func (f *Frontier) Submit(fn func(*storage.Batch)) error {
-	var b storage.Batch
+func (f *Frontier) Submit(fn func(*store.Batch)) error {
+	var b store.Batch
 	fn(&b)
 	return f.push(job{batch: &b})
 }
@@ -574,10 +574,10 @@ func (f *Frontier) shardCall(ctx context.Context, pipe redis.Pipeliner, shard in
 	return shardScript.EvalSha(ctx, pipe, []string{k.ready, k.owner, k.touch, k.hosts}, args...)
 }
 
-func hashKey(h storage.Hash) string { return hex.EncodeToString(h[:]) }
+func hashKey(h store.Hash) string { return hex.EncodeToString(h[:]) }
 
-func parseHash(s string) (storage.Hash, error) {
-	var h storage.Hash
+func parseHash(s string) (store.Hash, error) {
+	var h store.Hash
 	b, err := hex.DecodeString(s)
 	if err != nil || len(b) != len(h) {
 		return h, fmt.Errorf("bad URL hash %q", s)

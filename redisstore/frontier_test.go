@@ -16,7 +16,7 @@ import (
 	"breakwater/breaker"
 	"breakwater/frontier"
 	"breakwater/redisstore/redistest"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // The fleet frontier against a real redis-server: the per-host scripts
@@ -24,9 +24,9 @@ import (
 // step, and two Frontier instances sharing one store.
 
 // ftItem is a queued URL of host.
-func ftItem(host, path string) storage.Item {
+func ftItem(host, path string) store.Item {
 	u := "http://" + host + path
-	return storage.Item{Host: host, URL: u, Hash: storage.HashOf(u)}
+	return store.Item{Host: host, URL: u, Hash: store.HashOf(u)}
 }
 
 // ftApply runs apply.lua on host with ops and returns {added, completed,
@@ -42,24 +42,24 @@ func ftApply(t *testing.T, rdb redis.UniversalClient, host string, ops ...any) [
 	return res
 }
 
-func ftAdd(it storage.Item) []any { return []any{"A", hashKey(it.Hash), storage.EncodeQueued(it)} }
+func ftAdd(it store.Item) []any { return []any{"A", hashKey(it.Hash), store.EncodeQueued(it)} }
 
-func ftRequeue(it storage.Item) []any { return []any{"R", hashKey(it.Hash), storage.EncodeQueued(it)} }
+func ftRequeue(it store.Item) []any { return []any{"R", hashKey(it.Hash), store.EncodeQueued(it)} }
 
 // ftComplete is apply.lua's C of it with r, its status and class read
 // from the record as the writer does.
-func ftComplete(t *testing.T, it storage.Item, r storage.Result) []any {
+func ftComplete(t *testing.T, it store.Item, r store.Result) []any {
 	t.Helper()
-	rec := storage.EncodeResult(it, &r)
-	status, class, err := storage.ResultHead(rec)
+	rec := store.EncodeResult(it, &r)
+	status, class, err := store.ResultHead(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return []any{"C", hashKey(it.Hash), []byte(rec), status, class}
 }
 
-func ftDefer(it storage.Item, due int64) []any {
-	return []any{"D", hashKey(it.Hash), storage.EncodeQueued(it), due}
+func ftDefer(it store.Item, due int64) []any {
+	return []any{"D", hashKey(it.Hash), store.EncodeQueued(it), due}
 }
 
 // ftCounts reads the host's counter hash; absent fields read as 0.
@@ -128,7 +128,7 @@ func TestApplyScript(t *testing.T) {
 	}
 
 	// Complete a as a page: out of the queue and the items, its result stored.
-	page := storage.Result{URL: a.URL, Host: host, Status: 200, Title: "A"}
+	page := store.Result{URL: a.URL, Host: host, Status: 200, Title: "A"}
 	if got := ftApply(t, rdb, host, ftComplete(t, a, page)...); !slices.Equal(got, []int64{0, 1, 0, 0}) {
 		t.Fatalf("complete a: %v", got)
 	}
@@ -142,13 +142,13 @@ func TestApplyScript(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a's result: %v", err)
 	}
-	if h, r, err := storage.DecodeResult(rec); err != nil || h != a.Hash || r.Status != 200 || r.Title != "A" {
+	if h, r, err := store.DecodeResult(rec); err != nil || h != a.Hash || r.Status != 200 || r.Title != "A" {
 		t.Fatalf("a's stored result: %v %+v %v", h, r, err)
 	}
 	ftWantCounts(t, rdb, host, map[string]int64{"queued": 2, "fetched": 1, "failed": 0, "s:200": 1})
 
 	// Completing it again (a second process's late write) changes nothing.
-	again := storage.Result{URL: a.URL, Host: host, Status: 500, ErrorClass: "transient", Error: "late"}
+	again := store.Result{URL: a.URL, Host: host, Status: 500, ErrorClass: "transient", Error: "late"}
 	if got := ftApply(t, rdb, host, ftComplete(t, a, again)...); !slices.Equal(got, []int64{0, 0, 0, 0}) {
 		t.Fatalf("complete a again: %v, want a no-op", got)
 	}
@@ -158,7 +158,7 @@ func TestApplyScript(t *testing.T) {
 	ftWantCounts(t, rdb, host, map[string]int64{"queued": 2, "fetched": 1, "failed": 0, "s:200": 1, "s:500": 0, "f:transient": 0})
 
 	// Complete b as a failure.
-	fail := storage.Result{URL: b.URL, Host: host, Status: 503, ErrorClass: "transient", Error: "503"}
+	fail := store.Result{URL: b.URL, Host: host, Status: 503, ErrorClass: "transient", Error: "503"}
 	ftApply(t, rdb, host, ftComplete(t, b, fail)...)
 	ftWantCounts(t, rdb, host, map[string]int64{"queued": 1, "fetched": 1, "failed": 1, "s:200": 1, "s:503": 1, "f:transient": 1})
 
@@ -172,11 +172,11 @@ func TestApplyScript(t *testing.T) {
 	ftWantCounts(t, rdb, host, map[string]int64{"seen": 3, "queued": 2, "seq": 4})
 
 	// b's new result, a page, replaces the failure: the tallies move over.
-	ftApply(t, rdb, host, ftComplete(t, b, storage.Result{URL: b.URL, Host: host, Status: 200})...)
+	ftApply(t, rdb, host, ftComplete(t, b, store.Result{URL: b.URL, Host: host, Status: 200})...)
 	ftWantCounts(t, rdb, host, map[string]int64{"queued": 1, "fetched": 2, "failed": 0, "s:200": 2, "s:503": 0, "f:transient": 0})
 	// And a failure replacing a page: a requeued, then failed permanently.
 	ftApply(t, rdb, host, ftRequeue(a)...)
-	ftApply(t, rdb, host, ftComplete(t, a, storage.Result{URL: a.URL, Host: host, Status: 404, ErrorClass: "permanent"})...)
+	ftApply(t, rdb, host, ftComplete(t, a, store.Result{URL: a.URL, Host: host, Status: 404, ErrorClass: "permanent"})...)
 	ftWantCounts(t, rdb, host, map[string]int64{"queued": 1, "fetched": 1, "failed": 1, "s:200": 1, "s:404": 1, "f:permanent": 1, "f:transient": 0})
 
 	// Defer c: from the queue to the deferred set, its entry kept. Deferring
@@ -228,12 +228,12 @@ func TestApplyScriptLargeBatch(t *testing.T) {
 	const host, n = "big.test", 5000
 	k := keysOf(host)
 	var ops []any
-	items := make([]storage.Item, n)
+	items := make([]store.Item, n)
 	for i := range items {
 		items[i] = ftItem(host, fmt.Sprintf("/p%d", i))
 		ops = append(ops, ftAdd(items[i])...)
 	}
-	ops = append(ops, ftComplete(t, items[7], storage.Result{Status: 200})...)
+	ops = append(ops, ftComplete(t, items[7], store.Result{Status: 200})...)
 	if got := ftApply(t, rdb, host, ops...); !slices.Equal(got, []int64{n, 1, 0, 0}) {
 		t.Fatalf("apply %d adds and a complete: %v", n, got)
 	}
@@ -260,7 +260,7 @@ func TestLoadScript(t *testing.T) {
 	}
 	defer s.Close()
 	const host = "load.test"
-	var items []storage.Item
+	var items []store.Item
 	for i := range 5 {
 		it := ftItem(host, fmt.Sprintf("/p/%d", i))
 		it.Depth = i
@@ -289,7 +289,7 @@ func TestLoadScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	urls := func(its []storage.Item) []string {
+	urls := func(its []store.Item) []string {
 		var out []string
 		for _, it := range its {
 			out = append(out, fmt.Sprintf("%s@%d", it.URL[len("http://"+host):], it.Seq))
@@ -527,7 +527,7 @@ func TestShardDropRace(t *testing.T) {
 		if got := ftStrings(t, ftShard(t, rdb, n, "claim", "p1", now, expiry, 100)); !slices.Contains(got, host) {
 			t.Fatalf("%v: p1 could not claim %s: %v", order, host, got)
 		}
-		ftApply(t, rdb, host, ftComplete(t, first, storage.Result{URL: first.URL, Host: host, Status: 200})...)
+		ftApply(t, rdb, host, ftComplete(t, first, store.Result{URL: first.URL, Host: host, Status: 200})...)
 
 		var touched string
 		empty, dropped := false, int64(-1)
@@ -608,8 +608,8 @@ func ftStore(t *testing.T, url string) *Store {
 }
 
 // ftSite is a set of URLs over several hosts.
-func ftSite(hosts, perHost int) []storage.Item {
-	var items []storage.Item
+func ftSite(hosts, perHost int) []store.Item {
+	var items []store.Item
 	for h := range hosts {
 		for p := range perHost {
 			items = append(items, ftItem(fmt.Sprintf("site%d.test", h), fmt.Sprintf("/p/%d", p)))
@@ -631,7 +631,7 @@ func newLedger() *ftLedger {
 	return &ftLedger{leases: map[string][]string{}, inflight: map[string]map[int]int{}, first: map[string]map[int]time.Time{}}
 }
 
-func (l *ftLedger) start(inst int, it storage.Item) {
+func (l *ftLedger) start(inst int, it store.Item) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.leases[it.URL] = append(l.leases[it.URL], strconv.Itoa(inst))
@@ -654,7 +654,7 @@ func (l *ftLedger) start(inst int, it storage.Item) {
 	}
 }
 
-func (l *ftLedger) end(inst int, it storage.Item) {
+func (l *ftLedger) end(inst int, it store.Item) {
 	l.mu.Lock()
 	l.inflight[it.Host][inst]--
 	l.mu.Unlock()
@@ -664,7 +664,7 @@ func (l *ftLedger) end(inst int, it storage.Item) {
 func ftResults(t *testing.T, s *Store) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	if err := s.ForEachResult(func(r *storage.Result) error { out[r.URL]++; return nil }); err != nil {
+	if err := s.ForEachResult(func(r *store.Result) error { out[r.URL]++; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -787,7 +787,7 @@ func ftRun(ctx context.Context, f *Frontier, inst, workers int, led *ftLedger, h
 				led.start(inst, l.Item)
 				time.Sleep(hold)
 				led.end(inst, l.Item)
-				r := storage.Result{URL: l.Item.URL, Host: l.Item.Host, Status: 200, FetchedAt: time.Now()}
+				r := store.Result{URL: l.Item.URL, Host: l.Item.Host, Status: 200, FetchedAt: time.Now()}
 				if err := f.Complete(l, &r, nil); err != nil {
 					errs[w] = err
 					return
@@ -832,10 +832,10 @@ func TestDeadFrontierHostsTakenOver(t *testing.T) {
 		}
 		inflight[l.Item.Host] = l
 	}
-	var done storage.Item
+	var done store.Item
 	for _, l := range inflight {
 		done = l.Item
-		r := storage.Result{URL: l.Item.URL, Host: l.Item.Host, Status: 200}
+		r := store.Result{URL: l.Item.URL, Host: l.Item.Host, Status: 200}
 		if err := dead.Complete(l, &r, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -16,9 +16,9 @@ import (
 //	bw:{meta}:procs                hash: process id -> last heartbeat (JSON)
 //	bw:{H}:q                  zset: queued URL hash -> seq (FIFO per host)
 //	bw:{H}:d                  zset: deferred URL hash -> due (Unix ms)
-//	bw:{H}:u                  hash: URL hash -> encoded storage.Item (queued or deferred)
+//	bw:{H}:u                  hash: URL hash -> encoded store.Item (queued or deferred)
 //	bw:{H}:seen               set: URL hashes ever queued for the host
-//	bw:{H}:r                  hash: URL hash -> encoded storage.Result
+//	bw:{H}:r                  hash: URL hash -> encoded store.Result
 //	bw:{H}:w                  hash: URL hash -> "FILE OFFSET": where its WARC records are
 //	bw:{H}:c                  hash: counters (seq queued deferred done failed pages)
 //	bw:{H}:b                  hash: the circuit breaker (see breakerFields)

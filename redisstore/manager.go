@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"breakwater/breaker"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // manager keeps the process's hosts: it loads their queues, takes more
@@ -146,7 +146,7 @@ func (f *Frontier) loadHosts(ctx context.Context, hosts []string, now time.Time)
 			continue
 		}
 		h.queued, h.nextDue, h.loaded, h.stale = queued, nextDue, true, false
-		have := make(map[storage.Hash]struct{}, len(h.buf))
+		have := make(map[store.Hash]struct{}, len(h.buf))
 		for _, it := range h.buf {
 			have[it.Hash] = struct{}{}
 		}
@@ -228,8 +228,8 @@ func (f *Frontier) claim(ctx context.Context) (int, error) {
 	f.mu.Lock()
 	for i, host := range got {
 		if f.hosts[host] == nil {
-			f.hosts[host] = &ownedHost{name: host, pending: map[storage.Hash]struct{}{},
-				settled: map[storage.Hash]struct{}{}, nextDue: -1,
+			f.hosts[host] = &ownedHost{name: host, pending: map[store.Hash]struct{}{},
+				settled: map[store.Hash]struct{}{}, nextDue: -1,
 				gen: breakers[i].Generation}
 		}
 	}
@@ -521,13 +521,13 @@ func (s *Store) loadCmd(ctx context.Context, pipe redis.Pipeliner, host string, 
 }
 
 // load reads a host's first limit queued URLs at once.
-func (s *Store) load(ctx context.Context, host string, now time.Time, limit, promote int) ([]storage.Item, int64, int64, error) {
+func (s *Store) load(ctx context.Context, host string, now time.Time, limit, promote int) ([]store.Item, int64, int64, error) {
 	k := keysOf(host)
 	c := loadScript.Run(ctx, s.rdb, []string{k.queue, k.deferred, k.items, k.counts}, now.UnixMilli(), limit, promote)
 	return parseLoad(host, c)
 }
 
-func parseLoad(host string, c *redis.Cmd) (items []storage.Item, queued, nextDue int64, err error) {
+func parseLoad(host string, c *redis.Cmd) (items []store.Item, queued, nextDue int64, err error) {
 	vals, err := c.Slice()
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("load the queue of %s: %w", host, err)
@@ -541,7 +541,7 @@ func parseLoad(host string, c *redis.Cmd) (items []storage.Item, queued, nextDue
 		hs, _ := vals[i].(string)
 		seq, _ := vals[i+1].(int64)
 		entry, _ := vals[i+2].(string)
-		it, err := storage.DecodeItem(host, uint64(seq), []byte(entry))
+		it, err := store.DecodeItem(host, uint64(seq), []byte(entry))
 		if err != nil {
 			return nil, 0, 0, err
 		}

@@ -14,7 +14,7 @@ import (
 
 	"breakwater/breaker"
 	"breakwater/robots"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // The reads behind the commands (status, hosts, transitions, cases,
@@ -25,13 +25,13 @@ func bg() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), time.Minute)
 }
 
-// Settings returns the crawl's stored settings, or storage.ErrNotFound.
+// Settings returns the crawl's stored settings, or store.ErrNotFound.
 func (s *Store) Settings() ([]byte, error) {
 	ctx, cancel := bg()
 	defer cancel()
 	data, err := s.rdb.Get(ctx, keySettings).Bytes()
 	if errors.Is(err, redis.Nil) {
-		return nil, storage.ErrNotFound
+		return nil, store.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store %s: read settings: %w", s.display, err)
@@ -52,34 +52,34 @@ func (s *Store) PutSettings(data []byte) error {
 	return nil
 }
 
-// Robots returns the cached robots.txt rules of host, or storage.ErrNotFound.
+// Robots returns the cached robots.txt rules of host, or store.ErrNotFound.
 func (s *Store) Robots(host string) (*robots.Rules, error) {
 	ctx, cancel := bg()
 	defer cancel()
 	data, err := s.rdb.Get(ctx, keysOf(host).robots).Bytes()
 	if errors.Is(err, redis.Nil) {
-		return nil, storage.ErrNotFound
+		return nil, store.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store %s: read robots.txt rules of %s: %w", s.display, host, err)
 	}
-	return storage.DecodeRobots(host, data)
+	return store.DecodeRobots(host, data)
 }
 
 // Seen is always false: the hosts' scripts drop URLs seen before, and the
 // fleet keeps no copy of the seen set in each process.
-func (s *Store) Seen(storage.Hash) bool { return false }
+func (s *Store) Seen(store.Hash) bool { return false }
 
 // RunningAt is zero: a fleet's breakers are shared, and their down time is
 // the fleet's, not one process's.
 func (s *Store) RunningAt() (time.Time, error) { return time.Time{}, nil }
 
 // ForEachHost calls fn with every host's counters.
-func (s *Store) ForEachHost(fn func(host string, c storage.HostCounts) error) error {
+func (s *Store) ForEachHost(fn func(host string, c store.HostCounts) error) error {
 	ctx, cancel := bg()
 	defer cancel()
 	return s.eachHostCounts(ctx, func(host string, c map[string]string) error {
-		return fn(host, storage.HostCounts{Queued: atoi(c["queued"]), Deferred: atoi(c["deferred"]),
+		return fn(host, store.HostCounts{Queued: atoi(c["queued"]), Deferred: atoi(c["deferred"]),
 			Fetched: atoi(c["fetched"]), Failed: atoi(c["failed"])})
 	})
 }
@@ -110,10 +110,10 @@ func atoi(s string) int64 {
 }
 
 // Counts sums every host's counters.
-func (s *Store) Counts() (storage.Counts, error) {
+func (s *Store) Counts() (store.Counts, error) {
 	ctx, cancel := bg()
 	defer cancel()
-	var c storage.Counts
+	var c store.Counts
 	err := s.eachHostCounts(ctx, func(_ string, h map[string]string) error {
 		c.Seen += atoi(h["seen"])
 		c.Queued += atoi(h["queued"])
@@ -126,10 +126,10 @@ func (s *Store) Counts() (storage.Counts, error) {
 }
 
 // Tallies sums every host's results by status and by error class.
-func (s *Store) Tallies() (storage.Tallies, error) {
+func (s *Store) Tallies() (store.Tallies, error) {
 	ctx, cancel := bg()
 	defer cancel()
-	t := storage.Tallies{Status: map[int]int64{}, Failed: map[string]int64{}}
+	t := store.Tallies{Status: map[int]int64{}, Failed: map[string]int64{}}
 	err := s.eachHostCounts(ctx, func(_ string, h map[string]string) error {
 		for k, v := range h {
 			switch {
@@ -147,7 +147,7 @@ func (s *Store) Tallies() (storage.Tallies, error) {
 }
 
 // ForEachResult calls fn with every stored result, host by host.
-func (s *Store) ForEachResult(fn func(r *storage.Result) error) error {
+func (s *Store) ForEachResult(fn func(r *store.Result) error) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	return s.eachHost(ctx, func(hosts []string, _ int) error {
@@ -170,7 +170,7 @@ func (s *Store) ForEachResult(fn func(r *storage.Result) error) error {
 					}
 				}
 				for i := 1; i < len(kv); i += 2 {
-					_, r, err := storage.DecodeResult([]byte(kv[i]))
+					_, r, err := store.DecodeResult([]byte(kv[i]))
 					if err != nil {
 						return fmt.Errorf("store %s: result %s of %s: %w", s.display, kv[i-1], h, err)
 					}
@@ -192,8 +192,8 @@ func (s *Store) ForEachResult(fn func(r *storage.Result) error) error {
 }
 
 // ScanResults is ForEachResult, optionally of failures only.
-func (s *Store) ScanResults(failedOnly bool, fn func(r *storage.Result) error) error {
-	return s.ForEachResult(func(r *storage.Result) error {
+func (s *Store) ScanResults(failedOnly bool, fn func(r *store.Result) error) error {
+	return s.ForEachResult(func(r *store.Result) error {
 		if failedOnly && !r.Failed() {
 			return nil
 		}
@@ -224,11 +224,11 @@ func (s *Store) ForEachBreaker(fn func(host string, b breaker.Breaker) error) er
 }
 
 // ForEachTransition calls fn with every logged transition, oldest first.
-func (s *Store) ForEachTransition(fn func(storage.Transition) error) error {
+func (s *Store) ForEachTransition(fn func(store.Transition) error) error {
 	ctx, cancel := bg()
 	defer cancel()
 	br := NewBreakers(s.rdb, breaker.Config{})
-	var all []storage.Transition
+	var all []store.Transition
 	err := s.eachHost(ctx, func(hosts []string, _ int) error {
 		for _, h := range hosts {
 			ts, err := br.Transitions(ctx, h)
@@ -242,7 +242,7 @@ func (s *Store) ForEachTransition(fn func(storage.Transition) error) error {
 	if err != nil {
 		return err
 	}
-	slices.SortStableFunc(all, func(a, b storage.Transition) int { return a.At.Compare(b.At) })
+	slices.SortStableFunc(all, func(a, b store.Transition) int { return a.At.Compare(b.At) })
 	for _, t := range all {
 		if err := fn(t); err != nil {
 			return err
@@ -252,10 +252,10 @@ func (s *Store) ForEachTransition(fn func(storage.Transition) error) error {
 }
 
 // ForEachCase calls fn with every case, oldest first.
-func (s *Store) ForEachCase(fn func(storage.Case) error) error {
+func (s *Store) ForEachCase(fn func(store.Case) error) error {
 	ctx, cancel := bg()
 	defer cancel()
-	var all []storage.Case
+	var all []store.Case
 	err := s.eachHost(ctx, func(hosts []string, _ int) error {
 		for _, h := range hosts {
 			vals, err := s.rdb.LRange(ctx, keysOf(h).cases, 0, -1).Result()
@@ -263,7 +263,7 @@ func (s *Store) ForEachCase(fn func(storage.Case) error) error {
 				return fmt.Errorf("store %s: read cases of %s: %w", s.display, h, err)
 			}
 			for _, v := range vals {
-				c, err := storage.DecodeCase([]byte(v))
+				c, err := store.DecodeCase(0, []byte(v))
 				if err != nil {
 					return err
 				}
@@ -275,7 +275,7 @@ func (s *Store) ForEachCase(fn func(storage.Case) error) error {
 	if err != nil {
 		return err
 	}
-	slices.SortStableFunc(all, func(a, b storage.Case) int { return a.At.Compare(b.At) })
+	slices.SortStableFunc(all, func(a, b store.Case) int { return a.At.Compare(b.At) })
 	for _, c := range all {
 		if err := fn(c); err != nil {
 			return err
@@ -292,7 +292,7 @@ func (s *Store) resolveCases(ctx context.Context, host string, at time.Time) err
 		return err
 	}
 	for i, v := range vals {
-		c, err := storage.DecodeCase([]byte(v))
+		c, err := store.DecodeCase(0, []byte(v))
 		if err != nil || !c.Resolved.IsZero() {
 			continue
 		}

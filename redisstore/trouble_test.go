@@ -13,7 +13,7 @@ import (
 	"breakwater/breaker"
 	"breakwater/frontier"
 	"breakwater/redisstore/redistest"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // The fleet frontier when its Redis goes away mid-crawl: killed (SIGKILL)
@@ -102,11 +102,11 @@ func (c *trCrawl) run(ctx context.Context, workers, pages int) error {
 				time.Sleep(c.hold)
 				var n int
 				fmt.Sscanf(l.Item.URL[strings.LastIndex(l.Item.URL, "/")+1:], "%d", &n)
-				found := []storage.Item{
+				found := []store.Item{
 					ftItem(l.Item.Host, fmt.Sprintf("/p/%d", (n+1)%pages)),
 					ftItem(l.Item.Host, fmt.Sprintf("/p/%d", (n*7+3)%pages)),
 				}
-				r := storage.Result{URL: l.Item.URL, Host: l.Item.Host, Status: 200, FetchedAt: time.Now()}
+				r := store.Result{URL: l.Item.URL, Host: l.Item.Host, Status: 200, FetchedAt: time.Now()}
 				if err := c.f.Complete(l, &r, found); err != nil {
 					errs[w] = err
 					return
@@ -147,8 +147,8 @@ func (c *trCrawl) leasedWithin(from, to time.Time) int {
 
 // trSeeds are the seeds of a site of hosts hosts: every host's /p/0, the
 // rest is found by crawling.
-func trSeeds(hosts int) []storage.Item {
-	var items []storage.Item
+func trSeeds(hosts int) []store.Item {
+	var items []store.Item
 	for h := range hosts {
 		items = append(items, ftItem(fmt.Sprintf("site%d.test", h), "/p/0"))
 	}
@@ -300,7 +300,7 @@ func TestFrontierCloseWaitsForStore(t *testing.T) {
 	}
 	srv.Kill()
 	for _, l := range leases {
-		r := storage.Result{URL: l.Item.URL, Host: l.Item.Host, Status: 200}
+		r := store.Result{URL: l.Item.URL, Host: l.Item.Host, Status: 200}
 		if err := f.Complete(l, &r, nil); err != nil {
 			t.Fatalf("Complete while the store is down: %v", err)
 		}

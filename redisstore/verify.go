@@ -10,6 +10,7 @@ import (
 
 	"breakwater/breaker"
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 // Verify checks the fleet's store, read-only, for the invariants its
@@ -103,7 +104,7 @@ func (s *Store) verifyHost(ctx context.Context, host string, listed bool, br *Br
 			problem("host %s: %s URL %s has no entry in %s", host, in, h, k.items)
 			return
 		}
-		it, err := storage.DecodeItem(host, 0, []byte(entry))
+		it, err := store.DecodeItem(host, 0, []byte(entry))
 		switch {
 		case err != nil:
 			problem("host %s: entry of %s: %v", host, h, err)
@@ -122,7 +123,7 @@ func (s *Store) verifyHost(ctx context.Context, host string, listed bool, br *Br
 	}
 	var pages, failed, statusSum, classSum int64
 	for h, rec := range results.Val() {
-		hash, r, err := storage.DecodeResult([]byte(rec))
+		hash, r, err := store.DecodeResult([]byte(rec))
 		if err != nil {
 			problem("host %s: result %s: %v", host, h, err)
 			continue
@@ -203,7 +204,7 @@ func (s *Store) verifyHost(ctx context.Context, host string, listed bool, br *Br
 	}
 	for _, raw := range cases.Val() {
 		rep.Cases++
-		cs, err := storage.DecodeCase([]byte(raw))
+		cs, err := store.DecodeCase(0, []byte(raw))
 		if err != nil {
 			problem("host %s: case: %v", host, err)
 			continue

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"breakwater/store"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,8 +11,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"breakwater/storage"
 )
 
 // writer stores the queued jobs, in order, a batch at a time. With an
@@ -116,7 +115,7 @@ func (f *Frontier) archive(jobs []job) (bool, []job, error) {
 	if f.o.Archive == nil {
 		return false, jobs, nil
 	}
-	var ab storage.Batch
+	var ab store.Batch
 	for _, j := range jobs {
 		if j.batch != nil {
 			for _, v := range j.batch.Attached() {
@@ -239,51 +238,51 @@ func (f *Frontier) write(jobs []job) error {
 		if j.batch == nil {
 			continue
 		}
-		err := j.batch.Each(func(op storage.Op) error {
+		err := j.batch.Each(func(op store.Op) error {
 			switch op.Kind {
-			case storage.OpAdd, storage.OpRequeue:
+			case store.OpAdd, store.OpRequeue:
 				entry := op.Value
 				if entry == nil {
-					entry = storage.EncodeQueued(op.Item)
+					entry = store.EncodeQueued(op.Item)
 				}
 				code := "A"
-				if op.Kind == storage.OpRequeue {
+				if op.Kind == store.OpRequeue {
 					code = "R"
 				}
 				o := of(op.Item.Host)
 				o.args = append(o.args, code, hashKey(op.Item.Hash), entry)
 				o.found = true
-			case storage.OpComplete:
-				status, class, err := storage.ResultHead(op.Value)
+			case store.OpComplete:
+				status, class, err := store.ResultHead(op.Value)
 				if err != nil {
 					return fmt.Errorf("result of %s: %w", op.Item.URL, err)
 				}
 				o := of(op.Item.Host)
 				o.args = append(o.args, "C", hashKey(op.Item.Hash), op.Value, status, class)
-			case storage.OpDefer:
+			case store.OpDefer:
 				o := of(op.Item.Host)
-				o.args = append(o.args, "D", hashKey(op.Item.Hash), storage.EncodeQueued(op.Item), op.At.UnixMilli())
-			case storage.OpPutRobots:
+				o.args = append(o.args, "D", hashKey(op.Item.Hash), store.EncodeQueued(op.Item), op.At.UnixMilli())
+			case store.OpPutRobots:
 				extra.Set(ctx, keysOf(op.Key).robots, op.Value, idleExpiry)
-			case storage.OpAppendCase:
-				c, err := storage.DecodeCase(op.Value)
+			case store.OpAppendCase:
+				c, err := store.DecodeCase(0, op.Value)
 				if err != nil {
 					return err
 				}
 				extra.RPush(ctx, keysOf(c.Host).cases, op.Value)
-			case storage.OpResolveCases:
+			case store.OpResolveCases:
 				resolves = append(resolves, resolveCase{host: op.Key, at: op.At})
-			case storage.OpPutArchiveState:
+			case store.OpPutArchiveState:
 				extra.Set(ctx, keyOfArchive(f.o.ID), op.Value, 0)
-			case storage.OpPutCapture:
+			case store.OpPutCapture:
 				extra.HSetNX(ctx, keyOfCaptures(op.Key), op.Key, op.Value)
-			case storage.OpPutRunningAt:
+			case store.OpPutRunningAt:
 				data, _ := json.Marshal(map[string]any{"at": op.At, "running": true})
 				if len(op.Value) > 0 {
 					data = op.Value
 				}
 				extra.HSet(ctx, keyProcs, f.o.ID, data)
-			case storage.OpPutBreaker, storage.OpDeleteBreaker, storage.OpAppendTransition, storage.OpPromote, storage.OpQueueRefreshes:
+			case store.OpPutBreaker, store.OpDeleteBreaker, store.OpAppendTransition, store.OpPromote, store.OpQueueRefreshes:
 				// The shared breakers and their log are kept by the outcome
 				// scripts; promotion happens as a host's queue is loaded, and a
 				// fleet has no refreshes (--recrawl-after is refused).
@@ -378,13 +377,13 @@ type resolveCase struct {
 
 // failAll adds to o a completion with template of every queued URL of
 // host that is not in flight.
-func (f *Frontier) failAll(ctx context.Context, host string, template *storage.Result, o *hostOps) error {
+func (f *Frontier) failAll(ctx context.Context, host string, template *store.Result, o *hostOps) error {
 	items, _, _, err := f.s.load(ctx, host, f.o.Now(), 1<<20, 0)
 	if err != nil {
 		return err
 	}
 	f.mu.Lock()
-	var pending map[storage.Hash]struct{}
+	var pending map[store.Hash]struct{}
 	if h := f.hosts[host]; h != nil {
 		pending = h.pending
 	}
@@ -393,7 +392,7 @@ func (f *Frontier) failAll(ctx context.Context, host string, template *storage.R
 			continue
 		}
 		r := template.ForItem(it)
-		rec := storage.EncodeResult(it, &r)
+		rec := store.EncodeResult(it, &r)
 		o.args = append(o.args, "C", hashKey(it.Hash), []byte(rec), r.Status, r.ErrorClass)
 	}
 	f.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 
 	"breakwater/breaker"
 	"breakwater/robots"
+	"breakwater/store"
 )
 
 func TestAddDedupesByHash(t *testing.T) {
@@ -21,13 +22,13 @@ func TestAddDedupesByHash(t *testing.T) {
 
 	tests := []struct {
 		name      string
-		batches   [][]Item
-		wantAdded [][]Item // per batch, compared by URL
+		batches   [][]store.Item
+		wantAdded [][]store.Item // per batch, compared by URL
 	}{
-		{"distinct", [][]Item{{a, b, c}}, [][]Item{{a, b, c}}},
-		{"twice in one batch", [][]Item{{a, b, a}}, [][]Item{{a, b}}},
-		{"across batches", [][]Item{{a}, {a, c}}, [][]Item{{a}, {c}}},
-		{"same hash other url", [][]Item{{a}, {sameHash, b}}, [][]Item{{a}, {b}}},
+		{"distinct", [][]store.Item{{a, b, c}}, [][]store.Item{{a, b, c}}},
+		{"twice in one batch", [][]store.Item{{a, b, a}}, [][]store.Item{{a, b}}},
+		{"across batches", [][]store.Item{{a}, {a, c}}, [][]store.Item{{a}, {c}}},
+		{"same hash other url", [][]store.Item{{a}, {sameHash, b}}, [][]store.Item{{a}, {b}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,7 +48,7 @@ func TestAddDedupesByHash(t *testing.T) {
 				}
 				total += int64(len(added))
 			}
-			want := Counts{Seen: total, Queued: total}
+			want := store.Counts{Seen: total, Queued: total}
 			if got := mustCounts(t, db); got != want {
 				t.Fatalf("Counts = %+v, want %+v", got, want)
 			}
@@ -55,7 +56,7 @@ func TestAddDedupesByHash(t *testing.T) {
 	}
 }
 
-func urls(items []Item) []string {
+func urls(items []store.Item) []string {
 	out := make([]string, 0, len(items))
 	for _, it := range items {
 		out = append(out, it.URL)
@@ -66,7 +67,7 @@ func urls(items []Item) []string {
 func TestAddAfterCompleteIsIgnored(t *testing.T) {
 	db := openTestDB(t)
 	a := enqueue(t, db, item("a.com", "/"))[0]
-	commit(t, db, func(b *Batch) { b.Complete(a, fetched(a, 200)) })
+	commit(t, db, func(b *store.Batch) { b.Complete(a, fetched(a, 200)) })
 	if added := enqueue(t, db, item("a.com", "/")); len(added) != 0 {
 		t.Fatalf("re-adding a fetched URL queued %v", urls(added))
 	}
@@ -78,14 +79,14 @@ func TestAddAfterCompleteIsIgnored(t *testing.T) {
 func TestRequeueIgnoresSeen(t *testing.T) {
 	db := openTestDB(t)
 	a := enqueue(t, db, item("a.com", "/"))[0]
-	commit(t, db, func(b *Batch) { b.Complete(a, failed(a, "timeout")) })
+	commit(t, db, func(b *store.Batch) { b.Complete(a, failed(a, "timeout")) })
 	a.Replaces = resultKeys(t, db)[a.Hash] // the result its next one replaces, as RequeueFailed has it
-	c := commit(t, db, func(b *Batch) { b.Requeue(a) })
+	c := commit(t, db, func(b *store.Batch) { b.Requeue(a) })
 	if len(c.Added) != 1 || c.Added[0].Seq <= a.Seq {
 		t.Fatalf("Requeue Added = %+v, want a with a new Seq above %d", c.Added, a.Seq)
 	}
 	// The old result stays until the URL is fetched again.
-	want := Counts{Seen: 1, Queued: 1, Failed: 1}
+	want := store.Counts{Seen: 1, Queued: 1, Failed: 1}
 	if got := mustCounts(t, db); got != want {
 		t.Fatalf("Counts = %+v, want %+v", got, want)
 	}
@@ -94,27 +95,27 @@ func TestRequeueIgnoresSeen(t *testing.T) {
 func TestComplete(t *testing.T) {
 	tests := []struct {
 		name       string
-		results    []func(Item) *Result // completed in turn, requeueing in between
-		wantCounts Counts
+		results    []func(store.Item) *store.Result // completed in turn, requeueing in between
+		wantCounts store.Counts
 	}{
-		{"fetched", []func(Item) *Result{ok200}, Counts{Seen: 1, Fetched: 1}},
-		{"failed", []func(Item) *Result{timeout}, Counts{Seen: 1, Failed: 1}},
-		{"failed then fetched", []func(Item) *Result{timeout, ok200}, Counts{Seen: 1, Fetched: 1}},
-		{"fetched then failed", []func(Item) *Result{ok200, timeout}, Counts{Seen: 1, Failed: 1}},
-		{"failed twice", []func(Item) *Result{timeout, timeout}, Counts{Seen: 1, Failed: 1}},
+		{"fetched", []func(store.Item) *store.Result{ok200}, store.Counts{Seen: 1, Fetched: 1}},
+		{"failed", []func(store.Item) *store.Result{timeout}, store.Counts{Seen: 1, Failed: 1}},
+		{"failed then fetched", []func(store.Item) *store.Result{timeout, ok200}, store.Counts{Seen: 1, Fetched: 1}},
+		{"fetched then failed", []func(store.Item) *store.Result{ok200, timeout}, store.Counts{Seen: 1, Failed: 1}},
+		{"failed twice", []func(store.Item) *store.Result{timeout, timeout}, store.Counts{Seen: 1, Failed: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			db := openTestDB(t)
 			it := enqueue(t, db, item("a.com", "/x"), item("b.com", "/y"))[0]
-			var last *Result
+			var last *store.Result
 			for i, mk := range tt.results {
 				if i > 0 {
 					it.Replaces = resultKeys(t, db)[it.Hash]
-					it = commit(t, db, func(b *Batch) { b.Requeue(it) }).Added[0]
+					it = commit(t, db, func(b *store.Batch) { b.Requeue(it) }).Added[0]
 				}
 				last = mk(it)
-				commit(t, db, func(b *Batch) { b.Complete(it, last) })
+				commit(t, db, func(b *store.Batch) { b.Complete(it, last) })
 			}
 			if got := loadAll(t, db, "a.com"); len(got) != 0 {
 				t.Fatalf("a.com still queued: %v", urls(got))
@@ -124,7 +125,7 @@ func TestComplete(t *testing.T) {
 			if got := mustCounts(t, db); got != tt.wantCounts {
 				t.Fatalf("Counts = %+v, want %+v", got, tt.wantCounts)
 			}
-			wantHost := HostCounts{Fetched: tt.wantCounts.Fetched, Failed: tt.wantCounts.Failed}
+			wantHost := store.HostCounts{Fetched: tt.wantCounts.Fetched, Failed: tt.wantCounts.Failed}
 			if got := hostCounts(t, db)["a.com"]; got != wantHost {
 				t.Fatalf("counts of a.com = %+v, want %+v", got, wantHost)
 			}
@@ -135,8 +136,8 @@ func TestComplete(t *testing.T) {
 	}
 }
 
-func ok200(it Item) *Result   { return fetched(it, 200) }
-func timeout(it Item) *Result { return failed(it, "timeout") }
+func ok200(it store.Item) *store.Result   { return fetched(it, 200) }
+func timeout(it store.Item) *store.Result { return failed(it, "timeout") }
 
 // A second Complete of the same item (a stale lease, say) finds it no longer
 // queued and is ignored: the URL is not counted twice, Queued does not go
@@ -144,11 +145,11 @@ func timeout(it Item) *Result { return failed(it, "timeout") }
 func TestCompleteTwiceInOneBatch(t *testing.T) {
 	db := openTestDB(t)
 	it := enqueue(t, db, item("a.com", "/"))[0]
-	commit(t, db, func(b *Batch) {
+	commit(t, db, func(b *store.Batch) {
 		b.Complete(it, timeout(it))
 		b.Complete(it, ok200(it))
 	})
-	if got, want := mustCounts(t, db), (Counts{Seen: 1, Failed: 1}); got != want {
+	if got, want := mustCounts(t, db), (store.Counts{Seen: 1, Failed: 1}); got != want {
 		t.Fatalf("Counts = %+v, want %+v", got, want)
 	}
 	if s := takeSnapshot(t, db); len(s.Results) != 1 || s.Results[it.Hash].ErrorClass != "timeout" {
@@ -163,7 +164,7 @@ func TestDeferAndPromote(t *testing.T) {
 	a.Depth, a.Attempts, a.Redirects = 2, 1, 3
 	q := enqueue(t, db, a, b, c, d)
 	maxSeq := q[3].Seq
-	got := commit(t, db, func(bt *Batch) {
+	got := commit(t, db, func(bt *store.Batch) {
 		bt.Defer(q[0], t3)
 		bt.Defer(q[1], t1)
 		bt.Defer(q[2], t2)
@@ -171,7 +172,7 @@ func TestDeferAndPromote(t *testing.T) {
 	if !got.NextDue.Equal(t1) {
 		t.Fatalf("NextDue after Defer = %v, want %v", got.NextDue, t1)
 	}
-	if want := (Counts{Seen: 4, Queued: 1, Deferred: 3}); mustCounts(t, db) != want {
+	if want := (store.Counts{Seen: 4, Queued: 1, Deferred: 3}); mustCounts(t, db) != want {
 		t.Fatalf("Counts after Defer = %+v, want %+v", mustCounts(t, db), want)
 	}
 	if got := urls(loadAll(t, db, "a.com")); len(got) != 0 {
@@ -181,17 +182,17 @@ func TestDeferAndPromote(t *testing.T) {
 	steps := []struct {
 		now       time.Time
 		limit     int
-		wantAdded []Item
+		wantAdded []store.Item
 		wantNext  time.Time // zero: nothing left
 	}{
 		{t0, 10, nil, t1},
-		{t2, 1, []Item{b}, t2},  // the limit takes the earliest first
-		{t2, 10, []Item{c}, t3}, // due == now is due
-		{t4, 10, []Item{a}, time.Time{}},
+		{t2, 1, []store.Item{b}, t2},  // the limit takes the earliest first
+		{t2, 10, []store.Item{c}, t3}, // due == now is due
+		{t4, 10, []store.Item{a}, time.Time{}},
 		{t4, 10, nil, time.Time{}},
 	}
 	for i, s := range steps {
-		got := commit(t, db, func(bt *Batch) { bt.Promote(s.now, s.limit) })
+		got := commit(t, db, func(bt *store.Batch) { bt.Promote(s.now, s.limit) })
 		if g, w := urls(got.Added), urls(s.wantAdded); !reflect.DeepEqual(g, w) {
 			t.Fatalf("step %d Promote(%v, %d) Added = %v, want %v", i, s.now.Sub(t0), s.limit, g, w)
 		}
@@ -210,7 +211,7 @@ func TestDeferAndPromote(t *testing.T) {
 			}
 		}
 	}
-	if want := (Counts{Seen: 4, Queued: 4}); mustCounts(t, db) != want {
+	if want := (store.Counts{Seen: 4, Queued: 4}); mustCounts(t, db) != want {
 		t.Fatalf("Counts after Promote = %+v, want %+v", mustCounts(t, db), want)
 	}
 	if got, want := urls(loadAll(t, db, "a.com")), []string{c.URL, a.URL}; !reflect.DeepEqual(got, want) {
@@ -221,14 +222,14 @@ func TestDeferAndPromote(t *testing.T) {
 func TestDeferNotQueuedIsIgnored(t *testing.T) {
 	db := openTestDB(t)
 	it := enqueue(t, db, item("a.com", "/"))[0]
-	got := commit(t, db, func(b *Batch) {
+	got := commit(t, db, func(b *store.Batch) {
 		b.Defer(it, t2)
 		b.Defer(it, t1) // already moved: must not park a second copy
 	})
 	if !got.NextDue.Equal(t2) {
 		t.Fatalf("NextDue = %v, want %v", got.NextDue, t2)
 	}
-	if want := (Counts{Seen: 1, Deferred: 1}); mustCounts(t, db) != want {
+	if want := (store.Counts{Seen: 1, Deferred: 1}); mustCounts(t, db) != want {
 		t.Fatalf("Counts = %+v, want %+v", mustCounts(t, db), want)
 	}
 	due, ok, err := db.NextDue()
@@ -241,14 +242,14 @@ func TestLoadQueued(t *testing.T) {
 	db := openTestDB(t)
 	// Hosts that are byte prefixes of one another must not leak into each other.
 	hosts := []string{"a.com", "a.com:8080", "a.co", "a.com.evil", "b.com"}
-	var in []Item
+	var in []store.Item
 	for i := range 4 {
 		for _, h := range hosts {
 			in = append(in, item(h, "/"+string(rune('a'+i))))
 		}
 	}
 	added := enqueue(t, db, in...)
-	byHost := map[string][]Item{}
+	byHost := map[string][]store.Item{}
 	for _, it := range added {
 		byHost[it.Host] = append(byHost[it.Host], it)
 	}
@@ -258,7 +259,7 @@ func TestLoadQueued(t *testing.T) {
 			name     string
 			afterSeq uint64
 			limit    int
-			want     []Item
+			want     []store.Item
 		}{
 			{"all", 0, 100, all},
 			{"limit", 0, 2, all[:2]},
@@ -289,9 +290,9 @@ func TestFailHost(t *testing.T) {
 	a2.Depth, a2.Attempts = 4, 2
 	p1, b1 := item("a.com:8080", "/1"), item("b.com", "/1")
 	q := enqueue(t, db, a1, a2, a3, p1, b1)
-	commit(t, db, func(b *Batch) { b.Defer(q[2], t1) }) // parked URLs are not "queued"
-	template := Result{ErrorClass: "breaker_open", Error: "host failing", FetchedAt: t0, URL: "ignored"}
-	got := commit(t, db, func(b *Batch) {
+	commit(t, db, func(b *store.Batch) { b.Defer(q[2], t1) }) // parked URLs are not "queued"
+	template := store.Result{ErrorClass: "breaker_open", Error: "host failing", FetchedAt: t0, URL: "ignored"}
+	got := commit(t, db, func(b *store.Batch) {
 		b.FailHost("a.com", template, nil)
 		b.FailHost("idle.com", template, nil)
 	})
@@ -312,15 +313,15 @@ func TestFailHost(t *testing.T) {
 	if got := urls(loadAll(t, db, "a.com")); len(got) != 0 {
 		t.Fatalf("a.com still queued: %v", got)
 	}
-	for _, it := range []Item{p1, b1} {
+	for _, it := range []store.Item{p1, b1} {
 		if got := urls(loadAll(t, db, it.Host)); !reflect.DeepEqual(got, []string{it.URL}) {
 			t.Fatalf("queue of %s = %v, want only %s", it.Host, got, it.URL)
 		}
 	}
-	if want := (Counts{Seen: 5, Queued: 2, Deferred: 1, Failed: 2}); s.Counts != want {
+	if want := (store.Counts{Seen: 5, Queued: 2, Deferred: 1, Failed: 2}); s.Counts != want {
 		t.Fatalf("Counts = %+v, want %+v", s.Counts, want)
 	}
-	if want := (HostCounts{Deferred: 1, Failed: 2}); s.Hosts["a.com"] != want {
+	if want := (store.HostCounts{Deferred: 1, Failed: 2}); s.Hosts["a.com"] != want {
 		t.Fatalf("counts of a.com = %+v, want %+v", s.Hosts["a.com"], want)
 	}
 }
@@ -329,7 +330,7 @@ func TestRequeueFailed(t *testing.T) {
 	db := openTestDB(t)
 	q := enqueue(t, db, item("a.com", "/1"), item("a.com", "/2"), item("b.com", "/3"), item("b.com", "/4"))
 	q[2].Depth = 3 // as the result records it
-	commit(t, db, func(b *Batch) {
+	commit(t, db, func(b *store.Batch) {
 		b.Complete(q[0], timeout(q[0]))
 		b.Complete(q[1], ok200(q[1]))
 		r := failed(q[2], "http_5xx")
@@ -350,11 +351,11 @@ func TestRequeueFailed(t *testing.T) {
 	if b[1].Hash != q[2].Hash || b[1].Depth != 3 || b[1].Referrer != "http://b.com/" || b[1].Lastmod != "2026-11-30" {
 		t.Fatalf("requeued item = %+v, want hash, depth, referrer and lastmod of %+v", b[1], q[2])
 	}
-	if want := (Counts{Seen: 4, Queued: 3, Fetched: 1, Failed: 2}); mustCounts(t, db) != want {
+	if want := (store.Counts{Seen: 4, Queued: 3, Fetched: 1, Failed: 2}); mustCounts(t, db) != want {
 		t.Fatalf("Counts = %+v, want %+v", mustCounts(t, db), want)
 	}
-	commit(t, db, func(bt *Batch) { bt.Complete(b[1], ok200(b[1])) })
-	if want := (Counts{Seen: 4, Queued: 2, Fetched: 2, Failed: 1}); mustCounts(t, db) != want {
+	commit(t, db, func(bt *store.Batch) { bt.Complete(b[1], ok200(b[1])) })
+	if want := (store.Counts{Seen: 4, Queued: 2, Fetched: 2, Failed: 1}); mustCounts(t, db) != want {
 		t.Fatalf("Counts after refetch = %+v, want %+v", mustCounts(t, db), want)
 	}
 }
@@ -364,7 +365,7 @@ func TestRequeueFailed(t *testing.T) {
 func TestRequeueFailedTwiceQueuesOnce(t *testing.T) {
 	db := openTestDB(t)
 	it := enqueue(t, db, item("a.com", "/1"))[0]
-	commit(t, db, func(b *Batch) { b.Complete(it, timeout(it)) })
+	commit(t, db, func(b *store.Batch) { b.Complete(it, timeout(it)) })
 	for range 2 {
 		if _, err := db.RequeueFailed(); err != nil {
 			t.Fatal(err)
@@ -387,14 +388,14 @@ func rules(t testing.TB, status int, body string) *robots.Rules {
 
 func TestRobotsRoundTrip(t *testing.T) {
 	db := openTestDB(t)
-	if _, err := db.Robots("a.com"); !errors.Is(err, ErrNotFound) {
+	if _, err := db.Robots("a.com"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Robots of unknown host: err = %v, want ErrNotFound", err)
 	}
-	commit(t, db, func(b *Batch) {
+	commit(t, db, func(b *store.Batch) {
 		b.PutRobots("a.com", rules(t, 200, "User-agent: *\nDisallow: /old\n"))
 		b.PutRobots("a.com:8080", rules(t, 404, ""))
 	})
-	commit(t, db, func(b *Batch) { b.PutRobots("a.com", rules(t, 200, "User-agent: *\nDisallow: /x\n")) })
+	commit(t, db, func(b *store.Batch) { b.PutRobots("a.com", rules(t, 200, "User-agent: *\nDisallow: /x\n")) })
 	tests := []struct {
 		host, path string
 		allowed    bool
@@ -427,7 +428,7 @@ func TestRobotsWrittenBefore(t *testing.T) {
 	if _, err := db.Robots("bad.com"); err == nil || !strings.Contains(err.Error(), "decode robots.txt of bad.com") {
 		t.Errorf("Robots of a damaged record: err = %v, want one naming the host", err)
 	}
-	commit(t, db, func(b *Batch) { b.PutRobots("a.com", r) })
+	commit(t, db, func(b *store.Batch) { b.PutRobots("a.com", r) })
 	if got := takeSnapshot(t, db).Robots["a.com"]; got != old {
 		t.Errorf("robots written again as %q, want %q", got, old)
 	}
@@ -438,12 +439,12 @@ func TestBreakers(t *testing.T) {
 	open := func(fails int) breaker.Breaker {
 		return breaker.Breaker{State: breaker.Open, Failures: fails, OpenedAt: t0, Rest: time.Minute, Generation: 2}
 	}
-	commit(t, db, func(b *Batch) {
+	commit(t, db, func(b *store.Batch) {
 		b.PutBreaker("c.com", open(1))
 		b.PutBreaker("a.com", open(2))
 		b.PutBreaker("b.com", open(3))
 	})
-	commit(t, db, func(b *Batch) {
+	commit(t, db, func(b *store.Batch) {
 		b.PutBreaker("a.com", open(4))
 		b.DeleteBreaker("b.com")
 		b.DeleteBreaker("never.com")
@@ -462,7 +463,7 @@ func TestBreakers(t *testing.T) {
 	if b, err := db.Breaker("a.com"); err != nil || b != open(4) {
 		t.Fatalf("Breaker(a.com) = %+v, %v; want %+v", b, err, open(4))
 	}
-	if _, err := db.Breaker("b.com"); !errors.Is(err, ErrNotFound) {
+	if _, err := db.Breaker("b.com"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Breaker of a deleted host: err = %v, want ErrNotFound", err)
 	}
 	stop := errors.New("stop")
@@ -478,19 +479,19 @@ func TestTransitionsAndCasesKeepOrder(t *testing.T) {
 	for i := range 300 {
 		want = append(want, string(rune('a'+i%26))+string(rune('0'+i%10)))
 	}
-	fill := func(b *Batch, hosts []string) {
+	fill := func(b *store.Batch, hosts []string) {
 		for _, s := range hosts {
-			b.AppendTransition(Transition{At: t0, Host: s, From: "closed", To: "open"})
-			b.AppendCase(Case{Host: s, At: t0, Status: 403})
+			b.AppendTransition(store.Transition{At: t0, Host: s, From: "closed", To: "open"})
+			b.AppendCase(store.Case{Host: s, At: t0, Status: 403})
 		}
 	}
-	commit(t, db, func(b *Batch) { fill(b, want[:200]) })
-	commit(t, db, func(b *Batch) { fill(b, want[200:]) })
+	commit(t, db, func(b *store.Batch) { fill(b, want[:200]) })
+	commit(t, db, func(b *store.Batch) { fill(b, want[200:]) })
 	var trans, cases []string
-	if err := db.ForEachTransition(func(tr Transition) error { trans = append(trans, tr.Host); return nil }); err != nil {
+	if err := db.ForEachTransition(func(tr store.Transition) error { trans = append(trans, tr.Host); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.ForEachCase(func(c Case) error { cases = append(cases, c.Host); return nil }); err != nil {
+	if err := db.ForEachCase(func(c store.Case) error { cases = append(cases, c.Host); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(trans, want) || !reflect.DeepEqual(cases, want) {
@@ -500,17 +501,17 @@ func TestTransitionsAndCasesKeepOrder(t *testing.T) {
 
 func TestResolveCases(t *testing.T) {
 	db := openTestDB(t)
-	commit(t, db, func(b *Batch) {
-		b.AppendCase(Case{Host: "a.com", At: t0, Status: 403})
-		b.AppendCase(Case{Host: "b.com", At: t1, Status: 403})
-		b.AppendCase(Case{Host: "a.com", At: t2, Status: 401, Resolved: t3})
-		b.AppendCase(Case{Host: "a.com", At: t3, Status: 403})
+	commit(t, db, func(b *store.Batch) {
+		b.AppendCase(store.Case{Host: "a.com", At: t0, Status: 403})
+		b.AppendCase(store.Case{Host: "b.com", At: t1, Status: 403})
+		b.AppendCase(store.Case{Host: "a.com", At: t2, Status: 401, Resolved: t3})
+		b.AppendCase(store.Case{Host: "a.com", At: t3, Status: 403})
 	})
 	putRaw(t, db, bucketCases, seqKeyString(5), undecodableRecord)
-	commit(t, db, func(b *Batch) { b.ResolveCases("a.com", t4.In(time.FixedZone("east", 3600))) })
+	commit(t, db, func(b *store.Batch) { b.ResolveCases("a.com", t4.In(time.FixedZone("east", 3600))) })
 	var got []time.Time
 	_ = db.forEach(bucketCases, func(k, v []byte) error {
-		c, err := decodeCase(beUint64(k), v)
+		c, err := store.DecodeCase(beUint64(k), v)
 		if err != nil && string(v) != undecodableRecord {
 			t.Errorf("case %d: %v", beUint64(k), err)
 		}
@@ -524,7 +525,7 @@ func TestResolveCases(t *testing.T) {
 
 func TestSettings(t *testing.T) {
 	db := openTestDB(t)
-	if _, err := db.Settings(); !errors.Is(err, ErrNotFound) {
+	if _, err := db.Settings(); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Settings of a new file: err = %v, want ErrNotFound", err)
 	}
 	for _, want := range []string{`{"seeds":["http://a.com/"]}`, `{"seeds":[]}`} {
@@ -543,11 +544,11 @@ func TestSettings(t *testing.T) {
 func TestDeferBeforeEpochIsDue(t *testing.T) {
 	db := openTestDB(t)
 	q := enqueue(t, db, item("a.com", "/zero"), item("a.com", "/old"))
-	commit(t, db, func(b *Batch) {
+	commit(t, db, func(b *store.Batch) {
 		b.Defer(q[0], time.Time{})
 		b.Defer(q[1], time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC))
 	})
-	got := commit(t, db, func(b *Batch) { b.Promote(t0, 10) })
+	got := commit(t, db, func(b *store.Batch) { b.Promote(t0, 10) })
 	if len(got.Added) != 2 || !got.NextDue.IsZero() {
 		t.Fatalf("Promote(t0) Added %v, NextDue %v; want both promoted and nothing left", urls(got.Added), got.NextDue)
 	}
@@ -559,13 +560,13 @@ func TestTallies(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "crawl.db")
 	db := openAt(t, path, nil)
 	q := enqueue(t, db, item("a.com", "/1"), item("a.com", "/2"), item("b.com", "/1"), item("b.com", "/2"))
-	commit(t, db, func(b *Batch) {
+	commit(t, db, func(b *store.Batch) {
 		b.Complete(q[0], ok200(q[0]))
 		b.Complete(q[1], fetched(q[1], 404))
 		b.Complete(q[2], timeout(q[2]))
 		b.Complete(q[3], failed(q[3], "refused"))
 	})
-	want := Tallies{Status: map[int]int64{200: 1, 404: 1, 0: 2}, Failed: map[string]int64{"timeout": 1, "refused": 1}}
+	want := store.Tallies{Status: map[int]int64{200: 1, 404: 1, 0: 2}, Failed: map[string]int64{"timeout": 1, "refused": 1}}
 	checkTallies(t, db, want)
 
 	// The timed-out URL is fetched on a second try: its old result goes.
@@ -574,14 +575,14 @@ func TestTallies(t *testing.T) {
 		t.Fatalf("RequeueFailed = %d, %v; want 2", n, err)
 	}
 	again := loadAll(t, db, "b.com")
-	commit(t, db, func(b *Batch) { b.Complete(again[0], ok200(again[0])) })
-	want = Tallies{Status: map[int]int64{200: 2, 404: 1, 0: 1}, Failed: map[string]int64{"refused": 1}}
+	commit(t, db, func(b *store.Batch) { b.Complete(again[0], ok200(again[0])) })
+	want = store.Tallies{Status: map[int]int64{200: 2, 404: 1, 0: 1}, Failed: map[string]int64{"refused": 1}}
 	checkTallies(t, db, want)
 	db.Close()
 	checkTallies(t, openAt(t, path, nil), want)
 }
 
-func checkTallies(t *testing.T, db *DB, want Tallies) {
+func checkTallies(t *testing.T, db *DB, want store.Tallies) {
 	t.Helper()
 	got, err := db.Tallies()
 	if err != nil || !maps.Equal(got.Status, want.Status) || !maps.Equal(got.Failed, want.Failed) {

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"breakwater/store"
 	"fmt"
 	"testing"
 )
@@ -12,8 +13,8 @@ const (
 
 // benchItems returns benchBatch distinct items spread over benchHosts hosts;
 // round makes them distinct from other rounds' items.
-func benchItems(round int) []Item {
-	items := make([]Item, benchBatch)
+func benchItems(round int) []store.Item {
+	items := make([]store.Item, benchBatch)
 	for i := range items {
 		host := fmt.Sprintf("host%03d.example:8080", i%benchHosts)
 		items[i] = item(host, fmt.Sprintf("/r%d/page/%d?q=%d", round, i, i*7))
@@ -34,7 +35,7 @@ func BenchmarkEnqueue(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		items := benchItems(i)
-		var batch Batch
+		var batch store.Batch
 		for _, it := range items {
 			batch.Add(it)
 		}
@@ -64,7 +65,7 @@ func BenchmarkCompleteBatch(b *testing.B) {
 			hosts = append(hosts, it.Host)
 		}
 		b.StartTimer()
-		var batch Batch
+		var batch store.Batch
 		for _, h := range hosts {
 			items, err := db.LoadQueued(h, 0, perHost)
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"breakwater/breaker"
 	"breakwater/robots"
+	"breakwater/store"
 )
 
 // Records exactly as the code before storage owned their encodings wrote
@@ -59,22 +60,22 @@ func TestDecodeRecordsWrittenBefore(t *testing.T) {
 	if b, err := db.Breaker(oldBreakerHost); err != nil || b != wantBreaker {
 		t.Errorf("Breaker = %+v, %v; want %+v", b, err, wantBreaker)
 	}
-	wantTrans := []Transition{
+	wantTrans := []store.Transition{
 		{At: t0, Host: "a.example", From: "closed", To: "open", Class: "transient", Detail: "timeout"},
 		{At: t0, Host: "a.example", From: "open", To: "open", Hold: "case", Reason: "403 names breakwater"},
 	}
-	var trans []Transition
-	if err := db.ForEachTransition(func(tr Transition) error { trans = append(trans, tr); return nil }); err != nil ||
+	var trans []store.Transition
+	if err := db.ForEachTransition(func(tr store.Transition) error { trans = append(trans, tr); return nil }); err != nil ||
 		!reflect.DeepEqual(trans, wantTrans) {
 		t.Errorf("transitions = %+v, %v; want %+v", trans, err, wantTrans)
 	}
-	open := Case{Host: "b.example:8080", At: t0, URL: "http://b.example:8080/x", Status: 403, Excerpt: "no breakwater here"}
+	open := store.Case{Host: "b.example:8080", At: t0, URL: "http://b.example:8080/x", Status: 403, Excerpt: "no breakwater here"}
 	resolved := open
 	resolved.Resolved = t0.Add(time.Hour)
-	var cases []Case
-	if err := db.ForEachCase(func(c Case) error { cases = append(cases, c); return nil }); err != nil ||
-		!reflect.DeepEqual(cases, []Case{open, resolved}) {
-		t.Errorf("cases = %+v, %v; want %+v", cases, err, []Case{open, resolved})
+	var cases []store.Case
+	if err := db.ForEachCase(func(c store.Case) error { cases = append(cases, c); return nil }); err != nil ||
+		!reflect.DeepEqual(cases, []store.Case{open, resolved}) {
+		t.Errorf("cases = %+v, %v; want %+v", cases, err, []store.Case{open, resolved})
 	}
 }
 
@@ -88,15 +89,15 @@ func TestEncodingsUnchanged(t *testing.T) {
 	putRaw(t, old, bucketTransitions, seqKeyString(1), oldTransition, seqKeyString(2), oldHeldTransition)
 	putRaw(t, old, bucketCases, seqKeyString(1), oldCase, seqKeyString(2), oldResolvedCase)
 	db := openTestDB(t)
-	var b Batch
+	var b store.Batch
 	br, err := old.Breaker(oldBreakerHost)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.PutBreaker(oldBreakerHost, br)
 	err = errors.Join(
-		old.ForEachTransition(func(tr Transition) error { b.AppendTransition(tr); return nil }),
-		old.ForEachCase(func(c Case) error { b.AppendCase(c); return nil }))
+		old.ForEachTransition(func(tr store.Transition) error { b.AppendTransition(tr); return nil }),
+		old.ForEachCase(func(c store.Case) error { b.AppendCase(c); return nil }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,15 +120,15 @@ func TestEncodingsUnchanged(t *testing.T) {
 
 func TestNewTransitionKeepsGeneration(t *testing.T) {
 	local := time.FixedZone("east", 3600)
-	got := NewTransition(breaker.Transition{At: t0.In(local), Host: "a.example", From: breaker.HalfOpen,
+	got := store.NewTransition(breaker.Transition{At: t0.In(local), Host: "a.example", From: breaker.HalfOpen,
 		To: breaker.Open, Class: breaker.Transient, Detail: "timeout", Generation: 9})
-	want := Transition{At: t0, Host: "a.example", From: "half-open", To: "open", Class: "transient",
+	want := store.Transition{At: t0, Host: "a.example", From: "half-open", To: "open", Class: "transient",
 		Detail: "timeout", Generation: 9}
 	if got != want || got.At.Location() != time.UTC {
 		t.Errorf("NewTransition = %+v, want %+v in UTC", got, want)
 	}
 	db := openTestDB(t)
-	commit(t, db, func(b *Batch) { b.AppendTransition(got) })
+	commit(t, db, func(b *store.Batch) { b.AppendTransition(got) })
 	if s := takeSnapshot(t, db); len(s.Trans) != 1 || !strings.Contains(s.Trans[0], `"generation":9`) {
 		t.Errorf("stored transition %v lacks its generation", s.Trans)
 	}
@@ -146,8 +147,8 @@ func TestDecodeErrorsNameTheRecord(t *testing.T) {
 		{"Breaker", "decode breaker of bad.example", byHost},
 		{"ForEachBreaker", "decode breaker of bad.example",
 			db.ForEachBreaker(func(string, breaker.Breaker) error { return nil })},
-		{"ForEachTransition", "decode transition 41", db.ForEachTransition(func(Transition) error { return nil })},
-		{"ForEachCase", "decode case 42", db.ForEachCase(func(Case) error { return nil })},
+		{"ForEachTransition", "decode transition 41", db.ForEachTransition(func(store.Transition) error { return nil })},
+		{"ForEachCase", "decode case 42", db.ForEachCase(func(store.Case) error { return nil })},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -162,23 +163,23 @@ func TestUnencodableRecordFailsCommit(t *testing.T) {
 	far := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) // past what JSON times hold
 	tests := []struct {
 		name, want string
-		add        func(b *Batch)
+		add        func(b *store.Batch)
 	}{
-		{"breaker", "encode breaker of a.com", func(b *Batch) { b.PutBreaker("a.com", breaker.Breaker{OpenedAt: far}) }},
-		{"transition", "encode transition of a.com", func(b *Batch) { b.AppendTransition(Transition{Host: "a.com", At: far}) }},
-		{"case", "encode case of a.com", func(b *Batch) { b.AppendCase(Case{Host: "a.com", At: far}) }},
-		{"robots", "encode robots.txt of a.com", func(b *Batch) { b.PutRobots("a.com", &robots.Rules{Status: -1}) }},
+		{"breaker", "encode breaker of a.com", func(b *store.Batch) { b.PutBreaker("a.com", breaker.Breaker{OpenedAt: far}) }},
+		{"transition", "encode transition of a.com", func(b *store.Batch) { b.AppendTransition(store.Transition{Host: "a.com", At: far}) }},
+		{"case", "encode case of a.com", func(b *store.Batch) { b.AppendCase(store.Case{Host: "a.com", At: far}) }},
+		{"robots", "encode robots.txt of a.com", func(b *store.Batch) { b.PutRobots("a.com", &robots.Rules{Status: -1}) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			db := openTestDB(t)
-			var b Batch
+			var b store.Batch
 			b.Add(item("a.com", "/"))
 			tt.add(&b)
 			if _, err := db.Commit(&b); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Commit = %v, want an error naming %q", err, tt.want)
 			}
-			if c := mustCounts(t, db); c != (Counts{}) {
+			if c := mustCounts(t, db); c != (store.Counts{}) {
 				t.Errorf("failed commit applied something: %+v", c)
 			}
 		})

@@ -24,10 +24,10 @@
 //	transitions  seq           -> Transition: one breaker transition, append-only
 //	cases        seq           -> Case: a refusal naming the crawler, for a human
 //
-// Callers hand over and get back typed records (Item, Result,
-// breaker.Breaker, Transition, Case, robots.Rules); the bytes stay here:
-// item.go and result.go encode the frontier's records, codec.go the others.
-// Every decoding error names the record and its host or sequence number.
+// Callers hand over and get back the typed records of package store (Item,
+// Result, breaker.Breaker, Transition, Case, robots.Rules) and commit a
+// store.Batch; store holds their encodings, which the fleet's Redis store
+// keeps too, and this package where each goes in the file.
 //
 // Invariants: a URL's fingerprint is in seen before its Item is anywhere; an Item is
 // in exactly one of refresh, queue or deferred until its Result is stored, and the

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"breakwater/store"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -12,12 +13,6 @@ import (
 // for its --max-pages-per-host: host -> uvarint. Only a crawl with the cap
 // keeps it, so a host without an entry may still have pages in the file.
 var bucketHostPages = []byte("host_pages")
-
-// PutHostPages records that the crawl has requested n pages of host.
-func (b *Batch) PutHostPages(host string, n int64) {
-	b.ops = append(b.ops, op{kind: opPut, aux: &opAux{bucket: bucketHostPages, key: host},
-		value: binary.AppendUvarint(nil, uint64(max(n, 0)))})
-}
 
 // HostPages returns the pages of host the crawl has requested, as
 // PutHostPages stored them (stored true). A host without an entry (the
@@ -40,7 +35,7 @@ func (db *DB) HostPages(host string) (n int64, stored bool, err error) {
 		if v == nil {
 			return nil
 		}
-		var c HostCounts
+		var c store.HostCounts
 		if err := json.Unmarshal(v, &c); err != nil {
 			return fmt.Errorf("decode counts of host %s: %w", host, err)
 		}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"breakwater/store"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -28,12 +29,12 @@ func flipFixture(t *testing.T) (path string, archive map[string]int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var items []Item
+	var items []store.Item
 	for i := range 120 {
 		items = append(items, item("f.com", fmt.Sprintf("/page/%03d", i)))
 	}
 	q := enqueue(t, db, items...)
-	commit(t, db, func(b *Batch) {
+	commit(t, db, func(b *store.Batch) {
 		for _, it := range q {
 			b.Complete(it, ok200(it))
 		}

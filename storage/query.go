@@ -10,11 +10,12 @@ import (
 
 	"breakwater/breaker"
 	"breakwater/robots"
+	"breakwater/store"
 )
 
 // LoadQueued returns up to limit queued items of host with Seq > afterSeq, in FIFO order.
-func (db *DB) LoadQueued(host string, afterSeq uint64, limit int) ([]Item, error) {
-	items := make([]Item, 0, min(limit, 256)) // callers refill a few at a time; tests ask for all
+func (db *DB) LoadQueued(host string, afterSeq uint64, limit int) ([]store.Item, error) {
+	items := make([]store.Item, 0, min(limit, 256)) // callers refill a few at a time; tests ask for all
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		hq := tx.Bucket(bucketQueue).Bucket([]byte(host))
 		if hq == nil {
@@ -37,10 +38,10 @@ func (db *DB) LoadQueued(host string, afterSeq uint64, limit int) ([]Item, error
 }
 
 // ForEachHost calls fn with each host's counters, in host order.
-func (db *DB) ForEachHost(fn func(host string, c HostCounts) error) error {
+func (db *DB) ForEachHost(fn func(host string, c store.HostCounts) error) error {
 	return db.bolt.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketHosts).ForEach(func(k, v []byte) error {
-			var c HostCounts
+			var c store.HostCounts
 			if err := json.Unmarshal(v, &c); err != nil {
 				return fmt.Errorf("decode counts of host %s: %w", k, err)
 			}
@@ -50,16 +51,16 @@ func (db *DB) ForEachHost(fn func(host string, c HostCounts) error) error {
 }
 
 // Counts returns the crawl-wide counters.
-func (db *DB) Counts() (Counts, error) {
-	var c Counts
+func (db *DB) Counts() (store.Counts, error) {
+	var c store.Counts
 	err := db.viewMeta(keyCounts, &c)
 	return c, err
 }
 
 // Tallies returns the stored results counted by HTTP status and the failed
 // ones by error class.
-func (db *DB) Tallies() (Tallies, error) {
-	var t Tallies
+func (db *DB) Tallies() (store.Tallies, error) {
+	var t store.Tallies
 	err := db.viewMeta(keyTallies, &t)
 	return t, err
 }
@@ -81,10 +82,10 @@ func (db *DB) NextDue() (due int64, ok bool, err error) {
 
 // ForEachResult calls fn with every stored result. The Result is decoded
 // fresh for each call and may be kept.
-func (db *DB) ForEachResult(fn func(r *Result) error) error {
+func (db *DB) ForEachResult(fn func(r *store.Result) error) error {
 	return db.bolt.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketResults).ForEach(func(k, v []byte) error {
-			_, r, err := decodeResult(v)
+			_, r, err := store.DecodeResult(v)
 			if err != nil {
 				return fmt.Errorf("decode result %x: %w", k, err)
 			}
@@ -109,7 +110,7 @@ const scanChunk = 256
 // after the call are left out. To know which URLs it owes, the scan first
 // reads the hashes of the stored results (one transaction that reads only
 // record headers, never waiting for fn) and keeps them, 16 bytes a result.
-func (db *DB) ScanResults(failedOnly bool, fn func(r *Result) error) error {
+func (db *DB) ScanResults(failedOnly bool, fn func(r *store.Result) error) error {
 	owed, err := db.resultHashes(failedOnly)
 	if err != nil {
 		return err
@@ -143,20 +144,20 @@ func (db *DB) ScanResults(failedOnly bool, fn func(r *Result) error) error {
 	return nil
 }
 
-func compareHash(a, b Hash) int { return bytes.Compare(a[:], b[:]) }
+func compareHash(a, b store.Hash) int { return bytes.Compare(a[:], b[:]) }
 
 // resultHashes returns the sorted hashes of the stored results (only the
 // failures, if failedOnly).
-func (db *DB) resultHashes(failedOnly bool) ([]Hash, error) {
-	var out []Hash
+func (db *DB) resultHashes(failedOnly bool) ([]store.Hash, error) {
+	var out []store.Hash
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketResults).ForEach(func(k, v []byte) error {
-			h, err := parseResultHead(v)
+			h, err := store.ParseRecordHead(v)
 			if err != nil {
 				return fmt.Errorf("decode result %x: %w", k, err)
 			}
-			if !failedOnly || h.failed {
-				out = append(out, h.hash)
+			if !failedOnly || h.Failed {
+				out = append(out, h.Hash)
 			}
 			return nil
 		})
@@ -166,8 +167,8 @@ func (db *DB) resultHashes(failedOnly bool) ([]Hash, error) {
 }
 
 type scanned struct {
-	hash Hash
-	r    Result
+	hash store.Hash
+	r    store.Result
 }
 
 // readResults decodes up to scanChunk results stored after the key after
@@ -182,7 +183,7 @@ func (db *DB) readResults(after []byte) (chunk []scanned, last []byte, err error
 			}
 		}
 		for ; k != nil && len(chunk) < scanChunk; k, v = c.Next() {
-			h, r, err := decodeResult(v)
+			h, r, err := store.DecodeResult(v)
 			if err != nil {
 				return fmt.Errorf("decode result %x: %w", k, err)
 			}
@@ -204,17 +205,17 @@ func (db *DB) RequeueFailed() (int, error) {
 		if err != nil {
 			return err
 		}
-		var failed []Item
+		var failed []store.Item
 		err = tx.Bucket(bucketResults).ForEach(func(k, v []byte) error {
-			if len(v) > 0 && v[0] != resultFailed {
+			if len(v) > 0 && v[0] != store.RecordFailed {
 				return nil
 			}
-			h, r, err := decodeResult(v)
+			h, r, err := store.DecodeResult(v)
 			if err != nil {
 				return fmt.Errorf("decode result %x: %w", k, err)
 			}
 			if r.Failed() && !pending[h] {
-				failed = append(failed, Item{Host: r.Host, URL: r.URL, Hash: h, Depth: r.Depth,
+				failed = append(failed, store.Item{Host: r.Host, URL: r.URL, Hash: h, Depth: r.Depth,
 					Replaces: beUint64(k), Referrer: r.Referrer, Lastmod: r.Lastmod})
 			}
 			return nil
@@ -222,7 +223,7 @@ func (db *DB) RequeueFailed() (int, error) {
 		if err != nil {
 			return err
 		}
-		w := newBatchWriter(tx, &Committed{}, db.seen, 0)
+		w := newBatchWriter(tx, &store.Committed{}, db.seen, 0)
 		for _, it := range failed {
 			if err := w.enqueue(it, nil); err != nil {
 				return err
@@ -238,9 +239,9 @@ func (db *DB) RequeueFailed() (int, error) {
 }
 
 // pendingHashes is the set of URL hashes queued or deferred now.
-func pendingHashes(tx *bolt.Tx) (map[Hash]bool, error) {
-	set := make(map[Hash]bool)
-	err := forEachQueued(tx, func(it Item) error {
+func pendingHashes(tx *bolt.Tx) (map[store.Hash]bool, error) {
+	set := make(map[store.Hash]bool)
+	err := forEachQueued(tx, func(it store.Item) error {
 		set[it.Hash] = true
 		return nil
 	})
@@ -261,7 +262,7 @@ func pendingHashes(tx *bolt.Tx) (map[Hash]bool, error) {
 }
 
 // forEachQueued calls fn with every queued item, host by host.
-func forEachQueued(tx *bolt.Tx, fn func(Item) error) error {
+func forEachQueued(tx *bolt.Tx, fn func(store.Item) error) error {
 	queue := tx.Bucket(bucketQueue)
 	return queue.ForEachBucket(func(host []byte) error {
 		name := string(host)
@@ -286,7 +287,7 @@ func (db *DB) get(bucket []byte, key string) ([]byte, error) {
 		return nil
 	})
 	if err == nil && out == nil {
-		err = ErrNotFound
+		err = store.ErrNotFound
 	}
 	return out, err
 }
@@ -297,7 +298,7 @@ func (db *DB) Robots(host string) (*robots.Rules, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeRobots(host, data)
+	return store.DecodeRobots(host, data)
 }
 
 // Settings returns the stored crawl settings blob, or ErrNotFound.
@@ -316,13 +317,13 @@ func (db *DB) Breaker(host string) (breaker.Breaker, error) {
 	if err != nil {
 		return breaker.Breaker{}, err
 	}
-	return decodeBreaker(host, data)
+	return store.DecodeBreaker(host, data)
 }
 
 // ForEachBreaker calls fn with each host's stored breaker, in host order.
 func (db *DB) ForEachBreaker(fn func(host string, b breaker.Breaker) error) error {
 	return db.forEach(bucketBreakers, func(k, v []byte) error {
-		b, err := decodeBreaker(string(k), v)
+		b, err := store.DecodeBreaker(string(k), v)
 		if err != nil {
 			return err
 		}
@@ -331,9 +332,9 @@ func (db *DB) ForEachBreaker(fn func(host string, b breaker.Breaker) error) erro
 }
 
 // ForEachTransition calls fn with each logged transition, oldest first.
-func (db *DB) ForEachTransition(fn func(Transition) error) error {
+func (db *DB) ForEachTransition(fn func(store.Transition) error) error {
 	return db.forEach(bucketTransitions, func(k, v []byte) error {
-		t, err := decodeTransition(beUint64(k), v)
+		t, err := store.DecodeTransition(beUint64(k), v)
 		if err != nil {
 			return err
 		}
@@ -342,9 +343,9 @@ func (db *DB) ForEachTransition(fn func(Transition) error) error {
 }
 
 // ForEachCase calls fn with each recorded case, oldest first.
-func (db *DB) ForEachCase(fn func(Case) error) error {
+func (db *DB) ForEachCase(fn func(store.Case) error) error {
 	return db.forEach(bucketCases, func(k, v []byte) error {
-		c, err := decodeCase(beUint64(k), v)
+		c, err := store.DecodeCase(beUint64(k), v)
 		if err != nil {
 			return err
 		}

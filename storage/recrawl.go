@@ -29,6 +29,7 @@ package storage
 // refresh stores its own.
 
 import (
+	"breakwater/store"
 	"fmt"
 	"slices"
 	"time"
@@ -36,38 +37,20 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// RefreshDepth is how many refreshes a host's queue is topped up to: the
-// frontier keeps 16 URLs of a host in memory.
-const RefreshDepth = 16
-
 var bucketRefresh = []byte("refresh")
-
-// RefreshScan is how far one StageRefreshes call went.
-type RefreshScan struct {
-	// After is the key of the last result looked at and passed: the next
-	// call starts after it.
-	After uint64
-	// Staged is the number of pages put in their hosts' lanes; Hosts are
-	// those hosts, in order, each once.
-	Staged int
-	Hosts  []string
-	// Done: the walk reached a page fetched at or after the cutoff, or
-	// the end of the results. Until a later cutoff, there is no more.
-	Done bool
-}
 
 // StageRefreshes looks at up to limit results stored after the one keyed
 // after (0: from the first), in the order they were stored, and stages
 // every page fetched before staleBefore for a refresh: it goes in its
 // host's refresh lane. Failures and pages staged already are passed over.
 // It stops at the first page fetched at or after staleBefore.
-func (db *DB) StageRefreshes(after uint64, staleBefore time.Time, limit int) (RefreshScan, error) {
-	scan := RefreshScan{After: after}
+func (db *DB) StageRefreshes(after uint64, staleBefore time.Time, limit int) (store.RefreshScan, error) {
+	scan := store.RefreshScan{After: after}
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
-		scan = RefreshScan{After: after}
+		scan = store.RefreshScan{After: after}
 		results := tx.Bucket(bucketResults)
 		var keys, records [][]byte
-		var items []Item
+		var items []store.Item
 		c := results.Cursor()
 		looked := 0
 		for k, v := c.Seek(u64(after + 1)); looked < limit; k, v = c.Next() {
@@ -77,8 +60,8 @@ func (db *DB) StageRefreshes(after uint64, staleBefore time.Time, limit int) (Re
 			}
 			looked++
 			key := beUint64(k)
-			if len(v) > 0 && v[0] == resultPage {
-				h, r, err := decodeResult(v)
+			if len(v) > 0 && v[0] == store.RecordPage {
+				h, r, err := store.DecodeResult(v)
 				if err != nil {
 					return fmt.Errorf("decode result %d: %w", key, err)
 				}
@@ -87,9 +70,9 @@ func (db *DB) StageRefreshes(after uint64, staleBefore time.Time, limit int) (Re
 					break
 				}
 				rec := append([]byte(nil), v...)
-				rec[0] = resultRefreshing
+				rec[0] = store.RecordRefreshing
 				keys, records = append(keys, append([]byte(nil), k...)), append(records, rec)
-				items = append(items, Item{Host: r.Host, URL: r.URL, Hash: h, Depth: r.Depth, Replaces: key,
+				items = append(items, store.Item{Host: r.Host, URL: r.URL, Hash: h, Depth: r.Depth, Replaces: key,
 					Referrer: r.Referrer, Lastmod: r.Lastmod})
 			}
 			scan.After = key
@@ -111,25 +94,25 @@ func (db *DB) StageRefreshes(after uint64, staleBefore time.Time, limit int) (Re
 		return nil
 	})
 	if err != nil {
-		return RefreshScan{After: after}, fmt.Errorf("stage refreshes: %w", err)
+		return store.RefreshScan{After: after}, fmt.Errorf("stage refreshes: %w", err)
 	}
 	return scan, nil
 }
 
-func stage(tx *bolt.Tx, it Item) error {
+func stage(tx *bolt.Tx, it store.Item) error {
 	lane, err := tx.Bucket(bucketRefresh).CreateBucketIfNotExists([]byte(it.Host))
 	if err != nil {
 		return fmt.Errorf("refresh lane of %s: %w", it.Host, err)
 	}
 	lane.FillPercent = appendFill
-	return lane.Put(u64(it.Replaces), it.marshal(false))
+	return lane.Put(u64(it.Replaces), store.EncodeQueued(it))
 }
 
 // decodeStaged decodes an entry of host's lane; its key is what it replaces.
-func decodeStaged(host string, k, v []byte) (Item, error) {
-	it, err := unmarshalItem(v)
+func decodeStaged(host string, k, v []byte) (store.Item, error) {
+	it, err := store.ParseItem(v)
 	if err != nil || len(k) != 8 || it.Host != "" || it.Replaces != beUint64(k) {
-		return it, fmt.Errorf("refresh lane entry %s/%x: %w", host, k, errBadItem)
+		return it, fmt.Errorf("refresh lane entry %s/%x: %w", host, k, store.ErrBadItem)
 	}
 	it.Host = host
 	return it, nil
@@ -139,17 +122,17 @@ func decodeStaged(host string, k, v []byte) (Item, error) {
 // Item.Replaces), or ErrNotFound: also when that result is a failure,
 // which is not decoded (a URL --retry-failed queued has nothing to ask
 // about).
-func (db *DB) Replaced(it Item) (*Result, error) {
+func (db *DB) Replaced(it store.Item) (*store.Result, error) {
 	if it.Replaces == 0 {
-		return nil, ErrNotFound
+		return nil, store.ErrNotFound
 	}
-	var out *Result
+	var out *store.Result
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketResults).Get(u64(it.Replaces))
-		if len(v) == 0 || v[0] == resultFailed {
+		if len(v) == 0 || v[0] == store.RecordFailed {
 			return nil // a failure tried again (--retry-failed): no page to ask about
 		}
-		h, r, err := decodeResult(v)
+		h, r, err := store.DecodeResult(v)
 		if err != nil {
 			return fmt.Errorf("decode result %d: %w", it.Replaces, err)
 		}
@@ -162,16 +145,9 @@ func (db *DB) Replaced(it Item) (*Result, error) {
 	case err != nil:
 		return nil, err
 	case out == nil:
-		return nil, ErrNotFound
+		return nil, store.ErrNotFound
 	}
 	return out, nil
-}
-
-// QueueRefreshes tops up, from their refresh lanes, the queues of hosts
-// (nil: of every host with a lane) that hold no new URL and fewer than
-// RefreshDepth/2 URLs.
-func (b *Batch) QueueRefreshes(hosts []string) {
-	b.ops = append(b.ops, op{kind: opQueueRefreshes, aux: &opAux{hosts: hosts, all: hosts == nil}})
 }
 
 // queueRefreshes marks the hosts of a QueueRefreshes for finish.
@@ -245,7 +221,7 @@ func (w *batchWriter) topUp(host string) error {
 	}
 	var keys [][]byte
 	c := lane.Cursor()
-	for k, v := c.First(); k != nil && held+len(keys) < RefreshDepth; k, v = c.Next() {
+	for k, v := c.First(); k != nil && held+len(keys) < store.RefreshDepth; k, v = c.Next() {
 		it, err := decodeStaged(host, k, v)
 		if err != nil {
 			return err
@@ -280,7 +256,7 @@ func (w *batchWriter) refreshRoom(host string) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if n++; it.Replaces == 0 || n >= RefreshDepth/2 {
+		if n++; it.Replaces == 0 || n >= store.RefreshDepth/2 {
 			return -1, nil
 		}
 	}
@@ -289,7 +265,7 @@ func (w *batchWriter) refreshRoom(host string) (int, error) {
 
 // failLane records every page in host's lane as failed with the template,
 // as failHost records its queue, and drops the lane.
-func (w *batchWriter) failLane(host string, template *Result) error {
+func (w *batchWriter) failLane(host string, template *store.Result) error {
 	lanes := w.tx.Bucket(bucketRefresh)
 	lane := lanes.Bucket([]byte(host))
 	if lane == nil {
@@ -300,8 +276,8 @@ func (w *batchWriter) failLane(host string, template *Result) error {
 		if err != nil {
 			return err
 		}
-		r := template.forItem(it)
-		return w.putResult(it, EncodeResult(it, &r))
+		r := template.ForItem(it)
+		return w.putResult(it, store.EncodeResult(it, &r))
 	})
 	if err != nil {
 		return err

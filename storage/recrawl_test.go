@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"breakwater/store"
 	"errors"
 	"reflect"
 	"strings"
@@ -10,20 +11,20 @@ import (
 
 // storeFetched queues items and stores a page for each, one commit each, in
 // order: the i-th fetched at at(i).
-func storeFetched(t *testing.T, db *DB, at func(i int) time.Time, items ...Item) []Item {
+func storeFetched(t *testing.T, db *DB, at func(i int) time.Time, items ...store.Item) []store.Item {
 	t.Helper()
 	q := enqueue(t, db, items...)
 	for i, it := range q {
 		r := ok200(it)
 		r.FetchedAt = at(i)
-		commit(t, db, func(b *Batch) { b.Complete(it, r) })
+		commit(t, db, func(b *store.Batch) { b.Complete(it, r) })
 	}
 	return q
 }
 
 func secondsAfterT0(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }
 
-func stageAll(t *testing.T, db *DB, staleBefore time.Time) RefreshScan {
+func stageAll(t *testing.T, db *DB, staleBefore time.Time) store.RefreshScan {
 	t.Helper()
 	scan, err := db.StageRefreshes(0, staleBefore, 1<<20)
 	if err != nil {
@@ -47,7 +48,7 @@ func TestStageRefreshesOldestFirstInChunks(t *testing.T) {
 		item("b", "/2"), item("a", "/3"), item("a", "/4")
 	storeFetched(t, db, secondsAfterT0, a1, b1)
 	cq := enqueue(t, db, c1)
-	commit(t, db, func(b *Batch) { b.Complete(cq[0], failed(cq[0], "timeout")) }) // never refreshed
+	commit(t, db, func(b *store.Batch) { b.Complete(cq[0], failed(cq[0], "timeout")) }) // never refreshed
 	storeFetched(t, db, func(i int) time.Time { return secondsAfterT0(i + 2) }, a2, b2, a3)
 	storeFetched(t, db, func(int) time.Time { return t0.Add(time.Minute) }, a4) // fresh
 	keys := resultKeys(t, db)
@@ -99,7 +100,7 @@ func TestStageRefreshesOldestFirstInChunks(t *testing.T) {
 // by a walk from the start (a new run's first pass).
 func TestStageRefreshesSkipsPending(t *testing.T) {
 	db := openTestDB(t)
-	var items []Item
+	var items []store.Item
 	for _, p := range []string{"/1", "/2", "/3"} {
 		items = append(items, item("a", p))
 	}
@@ -107,11 +108,11 @@ func TestStageRefreshesSkipsPending(t *testing.T) {
 	if scan := stageAll(t, db, t1); scan.Staged != 1 { // only /1 is older than t1
 		t.Fatalf("first walk staged %d, want 1", scan.Staged)
 	}
-	c := commit(t, db, func(b *Batch) { b.QueueRefreshes(nil) })
+	c := commit(t, db, func(b *store.Batch) { b.QueueRefreshes(nil) })
 	if len(c.Added) != 1 || c.Added[0].URL != items[0].URL {
 		t.Fatalf("queued %v, want /1", urls(c.Added))
 	}
-	commit(t, db, func(b *Batch) { b.Defer(c.Added[0], t4) })
+	commit(t, db, func(b *store.Batch) { b.Defer(c.Added[0], t4) })
 	if scan := stageAll(t, db, t2); scan.Staged != 1 || laneURLs(t, db)["a"][0] != items[1].URL {
 		t.Fatalf("second walk staged %d (%v), want /2 alone: /1 is deferred", scan.Staged, laneURLs(t, db))
 	}
@@ -127,44 +128,44 @@ func TestStageRefreshesSkipsPending(t *testing.T) {
 // than RefreshDepth/2 URLs, up to RefreshDepth, oldest first.
 func TestRefreshesComeAfterNewURLs(t *testing.T) {
 	db := openTestDB(t)
-	var pages []Item
-	for i := range RefreshDepth + 4 {
+	var pages []store.Item
+	for i := range store.RefreshDepth + 4 {
 		pages = append(pages, item("a", "/p/"+string(rune('a'+i))))
 	}
 	storeFetched(t, db, secondsAfterT0, pages...)
 	newURL := enqueue(t, db, item("a", "/new"))[0]
 	stageAll(t, db, t0.Add(time.Hour))
 
-	if c := commit(t, db, func(b *Batch) { b.QueueRefreshes(nil) }); len(c.Added) != 0 {
+	if c := commit(t, db, func(b *store.Batch) { b.QueueRefreshes(nil) }); len(c.Added) != 0 {
 		t.Fatalf("queued %v while a new URL waits", urls(c.Added))
 	}
 	// Completing the new URL makes room, and a new link it found goes first.
 	found := item("a", "/found")
-	c := commit(t, db, func(b *Batch) {
+	c := commit(t, db, func(b *store.Batch) {
 		b.Complete(newURL, ok200(newURL))
 		b.Add(found)
 	})
 	if got := urls(c.Added); !reflect.DeepEqual(got, []string{found.URL}) {
 		t.Fatalf("after the new URL: queued %v, want only the link it found", got)
 	}
-	c = commit(t, db, func(b *Batch) { b.Complete(c.Added[0], ok200(c.Added[0])) })
-	if got, want := urls(c.Added), urls(pages[:RefreshDepth]); !reflect.DeepEqual(got, want) {
-		t.Fatalf("after the last new URL: queued %v, want the %d oldest pages %v", got, RefreshDepth, want)
+	c = commit(t, db, func(b *store.Batch) { b.Complete(c.Added[0], ok200(c.Added[0])) })
+	if got, want := urls(c.Added), urls(pages[:store.RefreshDepth]); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the last new URL: queued %v, want the %d oldest pages %v", got, store.RefreshDepth, want)
 	}
 	queued := c.Added
 	// Down to half the depth, nothing; below it, topped up to the depth.
-	for i, it := range queued[:RefreshDepth/2+1] {
-		c = commit(t, db, func(b *Batch) { b.Complete(it, ok200(it)) })
+	for i, it := range queued[:store.RefreshDepth/2+1] {
+		c = commit(t, db, func(b *store.Batch) { b.Complete(it, ok200(it)) })
 		wantAdded := 0
-		if i == RefreshDepth/2 {
+		if i == store.RefreshDepth/2 {
 			wantAdded = 4 // all the lane holds
 		}
 		if len(c.Added) != wantAdded {
 			t.Fatalf("completing refresh %d queued %v, want %d", i, urls(c.Added), wantAdded)
 		}
 	}
-	if got := urls(c.Added); !reflect.DeepEqual(got, urls(pages[RefreshDepth:])) {
-		t.Fatalf("last top-up %v, want %v", got, urls(pages[RefreshDepth:]))
+	if got := urls(c.Added); !reflect.DeepEqual(got, urls(pages[store.RefreshDepth:])) {
+		t.Fatalf("last top-up %v, want %v", got, urls(pages[store.RefreshDepth:]))
 	}
 	if lanes := laneURLs(t, db); len(lanes) != 0 {
 		t.Fatalf("lanes left %v, want none", lanes)
@@ -176,17 +177,17 @@ func TestRefreshesComeAfterNewURLs(t *testing.T) {
 func TestRefreshReplacesTheResult(t *testing.T) {
 	db := openTestDB(t)
 	q := storeFetched(t, db, secondsAfterT0, item("a", "/1"), item("a", "/2"), item("b", "/1"))
-	refresh := func(staleBefore time.Time) map[string]Item {
+	refresh := func(staleBefore time.Time) map[string]store.Item {
 		t.Helper()
 		stageAll(t, db, staleBefore)
-		c := commit(t, db, func(b *Batch) { b.QueueRefreshes(nil) })
-		byURL := map[string]Item{}
+		c := commit(t, db, func(b *store.Batch) { b.QueueRefreshes(nil) })
+		byURL := map[string]store.Item{}
 		for _, it := range c.Added {
 			byURL[it.URL] = it
 		}
 		return byURL
 	}
-	checkCounts := func(want Counts, hosts map[string]HostCounts, tallies Tallies) {
+	checkCounts := func(want store.Counts, hosts map[string]store.HostCounts, tallies store.Tallies) {
 		t.Helper()
 		if got := mustCounts(t, db); got != want {
 			t.Fatalf("Counts = %+v, want %+v", got, want)
@@ -206,13 +207,13 @@ func TestRefreshReplacesTheResult(t *testing.T) {
 	notModified.Status, notModified.FetchedAt, notModified.ETag = 304, t0.Add(2*time.Hour), `"v1"`
 	gone := *fetched(q[1], 404)
 	gone.ErrorClass, gone.FetchedAt = "gone", t0.Add(2*time.Hour)
-	commit(t, db, func(b *Batch) {
+	commit(t, db, func(b *store.Batch) {
 		b.Complete(first[q[0].URL], &notModified)
 		b.Complete(first[q[1].URL], &gone)
 	})
-	checkCounts(Counts{Seen: 3, Queued: 1, Fetched: 2, Failed: 1},
-		map[string]HostCounts{"a": {Fetched: 1, Failed: 1}, "b": {Queued: 1, Fetched: 1}},
-		Tallies{Status: map[int]int64{200: 1, 304: 1, 404: 1}, Failed: map[string]int64{"gone": 1}})
+	checkCounts(store.Counts{Seen: 3, Queued: 1, Fetched: 2, Failed: 1},
+		map[string]store.HostCounts{"a": {Fetched: 1, Failed: 1}, "b": {Queued: 1, Fetched: 1}},
+		store.Tallies{Status: map[int]int64{200: 1, 304: 1, 404: 1}, Failed: map[string]int64{"gone": 1}})
 
 	// Refreshed again: the 304 page is stale once more, the failure is not
 	// a page and waits for --retry-failed, b's refresh is still queued.
@@ -222,28 +223,28 @@ func TestRefreshReplacesTheResult(t *testing.T) {
 	}
 	changed := *ok200(q[0])
 	changed.FetchedAt, changed.SHA256 = t0.Add(4*time.Hour), strings.Repeat("ab", 32)
-	commit(t, db, func(b *Batch) { b.Complete(second[q[0].URL], &changed) })
+	commit(t, db, func(b *store.Batch) { b.Complete(second[q[0].URL], &changed) })
 	if n := len(resultKeys(t, db)); n != 3 {
 		t.Fatalf("%d results for 3 URLs", n)
 	}
-	got, err := db.Replaced(Item{Hash: q[0].Hash, Replaces: resultKeys(t, db)[q[0].Hash]})
+	got, err := db.Replaced(store.Item{Hash: q[0].Hash, Replaces: resultKeys(t, db)[q[0].Hash]})
 	if err != nil || got.SHA256 != changed.SHA256 || !got.FetchedAt.Equal(changed.FetchedAt) {
 		t.Fatalf("a/1 = %+v, %v; want its last result", got, err)
 	}
-	checkCounts(Counts{Seen: 3, Queued: 1, Fetched: 2, Failed: 1},
-		map[string]HostCounts{"a": {Fetched: 1, Failed: 1}, "b": {Queued: 1, Fetched: 1}},
-		Tallies{Status: map[int]int64{200: 2, 404: 1}, Failed: map[string]int64{"gone": 1}})
+	checkCounts(store.Counts{Seen: 3, Queued: 1, Fetched: 2, Failed: 1},
+		map[string]store.HostCounts{"a": {Fetched: 1, Failed: 1}, "b": {Queued: 1, Fetched: 1}},
+		store.Tallies{Status: map[int]int64{200: 2, 404: 1}, Failed: map[string]int64{"gone": 1}})
 }
 
 func TestReplaced(t *testing.T) {
 	db := openTestDB(t)
 	q := storeFetched(t, db, secondsAfterT0, item("a", "/1"))
 	key := resultKeys(t, db)[q[0].Hash]
-	if r, err := db.Replaced(Item{Hash: q[0].Hash, Replaces: key}); err != nil || r.URL != q[0].URL {
+	if r, err := db.Replaced(store.Item{Hash: q[0].Hash, Replaces: key}); err != nil || r.URL != q[0].URL {
 		t.Fatalf("Replaced = %+v, %v; want the result of %s", r, err, q[0].URL)
 	}
-	for _, it := range []Item{{Hash: q[0].Hash}, {Hash: HashOf("other"), Replaces: key}, {Hash: q[0].Hash, Replaces: key + 1}} {
-		if r, err := db.Replaced(it); !errors.Is(err, ErrNotFound) {
+	for _, it := range []store.Item{{Hash: q[0].Hash}, {Hash: store.HashOf("other"), Replaces: key}, {Hash: q[0].Hash, Replaces: key + 1}} {
+		if r, err := db.Replaced(it); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("Replaced(%+v) = %+v, %v; want ErrNotFound", it, r, err)
 		}
 	}
@@ -252,20 +253,20 @@ func TestReplaced(t *testing.T) {
 // A host given up on has its staged pages recorded like its queued ones.
 func TestFailHostFailsItsLane(t *testing.T) {
 	db := openTestDB(t)
-	var pages []Item
-	for i := range RefreshDepth + 3 {
+	var pages []store.Item
+	for i := range store.RefreshDepth + 3 {
 		pages = append(pages, item("a", "/"+string(rune('a'+i))))
 	}
 	storeFetched(t, db, secondsAfterT0, append(pages, item("b", "/1"))...)
 	stageAll(t, db, t0.Add(time.Hour))
-	c := commit(t, db, func(b *Batch) { b.QueueRefreshes([]string{"a"}) })
-	if len(c.Added) != RefreshDepth {
-		t.Fatalf("queued %d, want %d", len(c.Added), RefreshDepth)
+	c := commit(t, db, func(b *store.Batch) { b.QueueRefreshes([]string{"a"}) })
+	if len(c.Added) != store.RefreshDepth {
+		t.Fatalf("queued %d, want %d", len(c.Added), store.RefreshDepth)
 	}
-	template := Result{ErrorClass: "host-down", Error: "down", FetchedAt: t0.Add(time.Hour)}
-	c = commit(t, db, func(b *Batch) { b.FailHost("a", template, nil) })
-	if len(c.FailedHosts["a"]) != RefreshDepth || len(c.Added) != 0 {
-		t.Fatalf("FailHost reported %v and queued %v; want the %d queued failed and nothing queued", c.FailedHosts, urls(c.Added), RefreshDepth)
+	template := store.Result{ErrorClass: "host-down", Error: "down", FetchedAt: t0.Add(time.Hour)}
+	c = commit(t, db, func(b *store.Batch) { b.FailHost("a", template, nil) })
+	if len(c.FailedHosts["a"]) != store.RefreshDepth || len(c.Added) != 0 {
+		t.Fatalf("FailHost reported %v and queued %v; want the %d queued failed and nothing queued", c.FailedHosts, urls(c.Added), store.RefreshDepth)
 	}
 	s := takeSnapshot(t, db)
 	for _, it := range pages {
@@ -276,7 +277,7 @@ func TestFailHostFailsItsLane(t *testing.T) {
 	if got := laneURLs(t, db); !reflect.DeepEqual(got, map[string][]string{"b": {"http://b/1"}}) {
 		t.Fatalf("lanes = %v, want only b's", got)
 	}
-	if want := (Counts{Seen: int64(len(pages) + 1), Fetched: 1, Failed: int64(len(pages))}); s.Counts != want {
+	if want := (store.Counts{Seen: int64(len(pages) + 1), Fetched: 1, Failed: int64(len(pages))}); s.Counts != want {
 		t.Fatalf("Counts = %+v, want %+v", s.Counts, want)
 	}
 }

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"breakwater/store"
 	"errors"
 	"fmt"
 	"time"
@@ -12,17 +13,11 @@ import (
 // the host's.
 var keyRunningAt = []byte("running_at")
 
-// PutRunningAt records that a crawl was running at t.
-func (b *Batch) PutRunningAt(t time.Time) {
-	data, _ := t.UTC().MarshalBinary() // fails only for years beyond 9999
-	b.ops = append(b.ops, op{kind: opPut, aux: &opAux{bucket: bucketMeta, key: string(keyRunningAt)}, value: data})
-}
-
 // RunningAt returns the last heartbeat a crawl stored, or the zero time
 // when none was (a file written before heartbeats, or never run).
 func (db *DB) RunningAt() (time.Time, error) {
 	data, err := db.get(bucketMeta, string(keyRunningAt))
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return time.Time{}, nil
 	}
 	if err != nil {

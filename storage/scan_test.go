@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"breakwater/store"
 	"fmt"
 	"testing"
 )
@@ -14,12 +15,12 @@ func TestScanResultsWhileWritten(t *testing.T) {
 		t.Run(fmt.Sprintf("failedOnly=%v", failedOnly), func(t *testing.T) {
 			db := openTestDB(t)
 			const n = 3*scanChunk + 7
-			var items []Item
+			var items []store.Item
 			for i := range n {
 				items = append(items, item("a.com", fmt.Sprintf("/%d", i)))
 			}
 			items = enqueue(t, db, items...)
-			commit(t, db, func(b *Batch) {
+			commit(t, db, func(b *store.Batch) {
 				for i, it := range items {
 					if i%3 == 0 {
 						b.Complete(it, failed(it, "permanent"))
@@ -30,14 +31,14 @@ func TestScanResultsWhileWritten(t *testing.T) {
 			})
 			first, last := items[0], items[n-1]
 			// replace stores a new result for it (a retry, a refresh): at the end.
-			replace := func(it Item, r *Result) {
+			replace := func(it store.Item, r *store.Result) {
 				it.Replaces = resultKeys(t, db)[it.Hash]
-				it = commit(t, db, func(b *Batch) { b.Requeue(it) }).Added[0]
-				commit(t, db, func(b *Batch) { b.Complete(it, r) })
+				it = commit(t, db, func(b *store.Batch) { b.Requeue(it) }).Added[0]
+				commit(t, db, func(b *store.Batch) { b.Complete(it, r) })
 			}
-			got := map[string][]Result{}
+			got := map[string][]store.Result{}
 			calls := 0
-			err := db.ScanResults(failedOnly, func(r *Result) error {
+			err := db.ScanResults(failedOnly, func(r *store.Result) error {
 				if calls++; calls == 1 {
 					if r.URL != first.URL {
 						t.Fatalf("first result %s, want %s", r.URL, first.URL)
@@ -49,7 +50,7 @@ func TestScanResultsWhileWritten(t *testing.T) {
 					again.Error = "second try"
 					replace(last, again)
 					late := enqueue(t, db, item("a.com", "/late"))[0]
-					commit(t, db, func(b *Batch) { b.Complete(late, failed(late, "permanent")) })
+					commit(t, db, func(b *store.Batch) { b.Complete(late, failed(late, "permanent")) })
 				}
 				got[r.URL] = append(got[r.URL], *r)
 				return nil

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"breakwater/store"
 	"encoding/binary"
 	"fmt"
 	"sync"
@@ -28,7 +29,7 @@ type seenSet struct {
 const minSeenSlots = 1 << 12
 
 // fingerprint maps a Hash to the set's non-zero 64-bit key.
-func fingerprint(h Hash) uint64 {
+func fingerprint(h store.Hash) uint64 {
 	fp := binary.LittleEndian.Uint64(h[:8])
 	if fp == 0 {
 		fp = 1

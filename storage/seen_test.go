@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"breakwater/store"
 	"bytes"
 	"encoding/binary"
 	"fmt"
@@ -133,21 +134,21 @@ func TestSeenSetGrowsKeepingEverything(t *testing.T) {
 }
 
 func TestFingerprintNeverZero(t *testing.T) {
-	var tail Hash
+	var tail store.Hash
 	for i := 8; i < len(tail); i++ {
 		tail[i] = byte(i)
 	}
-	var one Hash
+	var one store.Hash
 	one[0] = 1
 	tests := []struct {
 		name string
-		h    Hash
+		h    store.Hash
 		want uint64
 	}{
-		{"zero hash", Hash{}, 1},
+		{"zero hash", store.Hash{}, 1},
 		{"first 8 bytes zero", tail, 1},
 		{"little-endian 1", one, 1},
-		{"ordinary", HashOf("http://a.com/"), binary.LittleEndian.Uint64(hashPrefix("http://a.com/"))},
+		{"ordinary", store.HashOf("http://a.com/"), binary.LittleEndian.Uint64(hashPrefix("http://a.com/"))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,7 +158,7 @@ func TestFingerprintNeverZero(t *testing.T) {
 		})
 	}
 	rapid.Check(t, func(t *rapid.T) {
-		var h Hash
+		var h store.Hash
 		copy(h[:], rapid.SliceOfN(rapid.Byte(), 16, 16).Draw(t, "hash"))
 		if fingerprint(h) == 0 {
 			t.Fatalf("fingerprint(%x) = 0", h)
@@ -166,7 +167,7 @@ func TestFingerprintNeverZero(t *testing.T) {
 }
 
 func hashPrefix(u string) []byte {
-	h := HashOf(u)
+	h := store.HashOf(u)
 	return h[:8]
 }
 
@@ -187,13 +188,13 @@ func seenLogEntries(t tb, db *DB) int {
 func TestSeenSurvivesReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "crawl.db")
 	db := openAt(t, path, nil)
-	page := func(i int) Item { return item(fmt.Sprintf("h%d.com", i%7), fmt.Sprintf("/%d", i)) }
+	page := func(i int) store.Item { return item(fmt.Sprintf("h%d.com", i%7), fmt.Sprintf("/%d", i)) }
 	// Enough URLs that loading them back grows the table past its first size.
 	batches := [][2]int{{0, 2000}, {1500, 3500}, {3000, 3000}, {0, 1000}, {3400, 5000}}
-	added := map[Hash]bool{}
+	added := map[store.Hash]bool{}
 	logged := 0
 	for _, r := range batches {
-		var items []Item
+		var items []store.Item
 		for i := r[0]; i < r[1]; i++ {
 			items = append(items, page(i), page(i)) // twice within the batch
 		}
@@ -239,8 +240,8 @@ func TestSeenSurvivesReopen(t *testing.T) {
 func TestFailedCommitLeavesSeenSet(t *testing.T) {
 	db := openTestDB(t)
 	enqueue(t, db, item("a.com", "/old"))
-	fresh := []Item{item("a.com", "/1"), item("a.com", "/2"), item("b.com", "/1")}
-	var b Batch
+	fresh := []store.Item{item("a.com", "/1"), item("a.com", "/2"), item("b.com", "/1")}
+	var b store.Batch
 	for _, it := range fresh {
 		b.Add(it)
 		b.Add(it)
@@ -327,7 +328,7 @@ func TestOpenRejectsDamagedSeenLog(t *testing.T) {
 func TestSeenDuringCommits(t *testing.T) {
 	db := openTestDB(t)
 	const writers, batches, perBatch, readers = 2, 25, 80, 4 // 4000 URLs: one doubling
-	page := func(w, i int) Item { return item(fmt.Sprintf("w%d.com", w), fmt.Sprintf("/%d", i)) }
+	page := func(w, i int) store.Item { return item(fmt.Sprintf("w%d.com", w), fmt.Sprintf("/%d", i)) }
 	var done [writers]atomic.Int64 // URLs of each writer committed so far
 	var wg sync.WaitGroup
 	errs := make(chan error, writers+readers)
@@ -335,7 +336,7 @@ func TestSeenDuringCommits(t *testing.T) {
 	for w := range writers {
 		wg.Go(func() {
 			for k := range batches {
-				var b Batch
+				var b store.Batch
 				for i := k * perBatch; i < (k+1)*perBatch; i++ {
 					b.Add(page(w, i))
 				}

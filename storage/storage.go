@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"breakwater/store"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -23,8 +24,6 @@ var (
 	// ErrDamaged means the file is not a readable bbolt file: empty,
 	// truncated, corrupt, or something else altogether.
 	ErrDamaged = errors.New("damaged or not a database file")
-	// ErrNotFound means the requested record does not exist.
-	ErrNotFound = errors.New("not found")
 )
 
 var (
@@ -202,7 +201,7 @@ func isNonEmpty(tx *bolt.Tx) bool {
 // Seen reports whether the URL with hash h was ever queued, as of the last
 // commit. It is cheap and safe to call from any goroutine: workers use it to
 // drop known links before they reach the writer.
-func (db *DB) Seen(h Hash) bool { return db.seen.has(fingerprint(h)) }
+func (db *DB) Seen(h store.Hash) bool { return db.seen.has(fingerprint(h)) }
 
 // Path is the file's path.
 func (db *DB) Path() string { return db.path }

@@ -19,6 +19,7 @@ import (
 	"pgregory.net/rapid"
 
 	"breakwater/breaker"
+	"breakwater/store"
 )
 
 func TestOpenCreatesBucketsAndSchema(t *testing.T) {
@@ -28,7 +29,7 @@ func TestOpenCreatesBucketsAndSchema(t *testing.T) {
 		t.Fatalf("Path() = %q, want %q", db.Path(), path)
 	}
 	checkLayout(t, db)
-	if got := mustCounts(t, db); got != (Counts{}) {
+	if got := mustCounts(t, db); got != (store.Counts{}) {
 		t.Fatalf("Counts of a new file = %+v, want zero", got)
 	}
 	if err := db.Close(); err != nil {
@@ -210,13 +211,13 @@ func fillState(t *testing.T, db *DB) {
 	t.Helper()
 	q := enqueue(t, db, item("a.com", "/1"), item("a.com", "/2"), item("a.com", "/3"),
 		item("b.com", "/1"), item("b.com:81", "/1"))
-	commit(t, db, func(b *Batch) {
+	commit(t, db, func(b *store.Batch) {
 		b.Complete(q[0], ok200(q[0]))
 		b.Complete(q[3], timeout(q[3]))
 		b.Defer(q[1], t2)
 		b.PutRobots("a.com", rules(t, 200, "User-agent: *\nDisallow: /private/\n"))
 		b.PutBreaker("b.com", breaker.Breaker{State: breaker.Open, OpenedAt: t1, Rest: time.Minute})
-		b.AppendTransition(Transition{At: t1, Host: "b.com", From: "closed", To: "open"})
+		b.AppendTransition(store.Transition{At: t1, Host: "b.com", From: "closed", To: "open"})
 		b.Add(item("c.com", "/"))
 	})
 	if err := db.PutSettings([]byte(`{"seeds":["http://a.com/"]}`)); err != nil {
@@ -230,7 +231,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 	db.bolt.NoSync = false // this one pays for real commits
 	fillState(t, db)
 	before := takeSnapshot(t, db)
-	if want := (Counts{Seen: 6, Queued: 3, Deferred: 1, Fetched: 1, Failed: 1}); before.Counts != want {
+	if want := (store.Counts{Seen: 6, Queued: 3, Deferred: 1, Fetched: 1, Failed: 1}); before.Counts != want {
 		t.Fatalf("Counts = %+v, want %+v", before.Counts, want)
 	}
 	if err := db.Close(); err != nil {
@@ -253,10 +254,10 @@ func TestReopenKeepsEverything(t *testing.T) {
 func TestFailedCommitAppliesNothing(t *testing.T) {
 	tests := []struct {
 		name string
-		bad  func(b *Batch)
+		bad  func(b *store.Batch)
 	}{
-		{"empty robots key", func(b *Batch) { b.PutRobots("", rules(t, 404, "")) }},
-		{"breaker key too large", func(b *Batch) { b.PutBreaker(strings.Repeat("h", bolt.MaxKeySize+1), breaker.Breaker{}) }},
+		{"empty robots key", func(b *store.Batch) { b.PutRobots("", rules(t, 404, "")) }},
+		{"breaker key too large", func(b *store.Batch) { b.PutBreaker(strings.Repeat("h", bolt.MaxKeySize+1), breaker.Breaker{}) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -264,12 +265,12 @@ func TestFailedCommitAppliesNothing(t *testing.T) {
 			fillState(t, db)
 			q := loadAll(t, db, "a.com")
 			before := takeSnapshot(t, db)
-			var b Batch
+			var b store.Batch
 			b.Add(item("new.com", "/"))
 			b.Complete(q[0], ok200(q[0]))
 			b.Promote(t4, 10)
-			b.FailHost("b.com:81", Result{ErrorClass: "refused"}, nil)
-			b.AppendTransition(Transition{Host: "lost"})
+			b.FailHost("b.com:81", store.Result{ErrorClass: "refused"}, nil)
+			b.AppendTransition(store.Transition{Host: "lost"})
 			tt.bad(&b)
 			c, err := db.Commit(&b)
 			if err == nil {
@@ -294,7 +295,7 @@ func TestCommitReadOnlyFails(t *testing.T) {
 	fillState(t, db)
 	db.Close()
 	ro := openAt(t, path, &Options{ReadOnly: true})
-	if _, err := ro.Commit(&Batch{}); err == nil {
+	if _, err := ro.Commit(&store.Batch{}); err == nil {
 		t.Fatal("Commit on a read-only DB succeeded")
 	}
 	if err := ro.PutSettings([]byte("x")); err == nil {
@@ -318,10 +319,10 @@ const (
 // rec is the model of one URL. A requeued URL keeps its old result until it
 // is completed again, so it has both a place and a result.
 type rec struct {
-	it     Item     // Seq is 0 until the commit that queued it reports it
-	key    uint64   // of its stored result, once a commit has stored one
-	place  recState // stQueued, stDeferred or stNone
-	result recState // stFetched, stFailed or stNone
+	it     store.Item // Seq is 0 until the commit that queued it reports it
+	key    uint64     // of its stored result, once a commit has stored one
+	place  recState   // stQueued, stDeferred or stNone
+	result recState   // stFetched, stFailed or stNone
 	due    time.Time
 }
 
@@ -337,7 +338,7 @@ func (r *rec) places() []recState {
 }
 
 type model struct {
-	recs   map[Hash]*rec
+	recs   map[store.Hash]*rec
 	order  []*rec            // recs in the order they were added
 	queues map[string][]*rec // FIFO per host
 	parked []*rec            // in due, seq order
@@ -416,7 +417,7 @@ var propOpGen = rapid.Custom(func(t *rapid.T) propOp {
 })
 
 // apply adds op to b and applies it to the model.
-func (m *model) apply(op propOp, b *Batch) {
+func (m *model) apply(op propOp, b *store.Batch) {
 	at := t0.Add(time.Duration(op.Secs) * time.Second)
 	switch op.Kind {
 	case 0, 1, 2, 3:
@@ -466,9 +467,9 @@ func (m *model) apply(op propOp, b *Batch) {
 	}
 }
 
-func (m *model) counts() (Counts, map[string]HostCounts) {
-	c := Counts{Seen: int64(len(m.recs))}
-	hosts := map[string]HostCounts{}
+func (m *model) counts() (store.Counts, map[string]store.HostCounts) {
+	c := store.Counts{Seen: int64(len(m.recs))}
+	hosts := map[string]store.HostCounts{}
 	for _, r := range m.recs {
 		hc := hosts[r.it.Host]
 		switch r.place {
@@ -499,10 +500,10 @@ func TestStoreMatchesModel(t *testing.T) {
 		runs++
 		path := filepath.Join(dir, fmt.Sprintf("run%d.db", runs))
 		db := openAt(t, path, nil)
-		m := &model{recs: map[Hash]*rec{}, queues: map[string][]*rec{}}
+		m := &model{recs: map[store.Hash]*rec{}, queues: map[string][]*rec{}}
 		t.Repeat(map[string]func(*rapid.T){
 			"batch": func(t *rapid.T) {
-				var b Batch
+				var b store.Batch
 				for _, op := range rapid.SliceOfN(propOpGen, 1, 6).Draw(t, "ops") {
 					m.apply(op, &b)
 				}
@@ -528,7 +529,7 @@ func TestStoreMatchesModel(t *testing.T) {
 }
 
 // checkCommitted matches Committed against the model and records the Seqs.
-func (m *model) checkCommitted(t *rapid.T, c *Committed) {
+func (m *model) checkCommitted(t *rapid.T, c *store.Committed) {
 	t.Helper()
 	if len(c.Added) != len(m.added) {
 		t.Fatalf("Committed.Added has %d items, model queued %d", len(c.Added), len(m.added))
@@ -557,18 +558,18 @@ func (m *model) checkStore(t *rapid.T, db *DB) {
 	if got := mustCounts(t, db); got != want {
 		t.Fatalf("Counts = %+v, model %+v", got, want)
 	}
-	var sum HostCounts
+	var sum store.HostCounts
 	for host, got := range hostCounts(t, db) {
-		sum.add(got)
+		sum.Add(got)
 		if got != wantHosts[host] {
 			t.Fatalf("counts of %s = %+v, model %+v", host, got, wantHosts[host])
 		}
 	}
-	if total := (HostCounts{Queued: want.Queued, Deferred: want.Deferred, Fetched: want.Fetched, Failed: want.Failed}); sum != total {
+	if total := (store.HostCounts{Queued: want.Queued, Deferred: want.Deferred, Fetched: want.Fetched, Failed: want.Failed}); sum != total {
 		t.Fatalf("per-host counts sum to %+v, Counts say %+v", sum, total)
 	}
 	for _, h := range propHosts {
-		var wantQ []Item
+		var wantQ []store.Item
 		for _, r := range m.queues[h] {
 			wantQ = append(wantQ, r.it)
 		}
@@ -584,7 +585,7 @@ func (m *model) checkStore(t *rapid.T, db *DB) {
 func checkNoURLLost(t *rapid.T, db *DB, m *model) {
 	t.Helper()
 	s := takeSnapshot(t, db)
-	where := map[Hash][]recState{}
+	where := map[store.Hash][]recState{}
 	for _, it := range s.Queue {
 		where[it.Hash] = append(where[it.Hash], stQueued)
 	}

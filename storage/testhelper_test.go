@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"breakwater/store"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -70,23 +71,23 @@ func isOpen(db *DB) bool {
 }
 
 // item returns an Item of host whose URL (and so hash) is derived from path.
-func item(host, path string) Item {
+func item(host, path string) store.Item {
 	u := "http://" + host + path
-	return Item{Host: host, URL: u, Hash: HashOf(u)}
+	return store.Item{Host: host, URL: u, Hash: store.HashOf(u)}
 }
 
-func fetched(it Item, status int) *Result {
-	return &Result{URL: it.URL, FinalURL: it.URL, Host: it.Host, Status: status, Depth: it.Depth, FetchedAt: t0}
+func fetched(it store.Item, status int) *store.Result {
+	return &store.Result{URL: it.URL, FinalURL: it.URL, Host: it.Host, Status: status, Depth: it.Depth, FetchedAt: t0}
 }
 
-func failed(it Item, class string) *Result {
-	return &Result{URL: it.URL, FinalURL: it.URL, Host: it.Host, ErrorClass: class, Error: class + " error", FetchedAt: t0}
+func failed(it store.Item, class string) *store.Result {
+	return &store.Result{URL: it.URL, FinalURL: it.URL, Host: it.Host, ErrorClass: class, Error: class + " error", FetchedAt: t0}
 }
 
 // commit applies the ops fill adds to one batch and fails the test on error.
-func commit(t tb, db *DB, fill func(b *Batch)) *Committed {
+func commit(t tb, db *DB, fill func(b *store.Batch)) *store.Committed {
 	t.Helper()
-	var b Batch
+	var b store.Batch
 	fill(&b)
 	c, err := db.Commit(&b)
 	if err != nil {
@@ -96,9 +97,9 @@ func commit(t tb, db *DB, fill func(b *Batch)) *Committed {
 }
 
 // enqueue adds items in one batch and returns them with their Seq set.
-func enqueue(t tb, db *DB, items ...Item) []Item {
+func enqueue(t tb, db *DB, items ...store.Item) []store.Item {
 	t.Helper()
-	c := commit(t, db, func(b *Batch) {
+	c := commit(t, db, func(b *store.Batch) {
 		for _, it := range items {
 			b.Add(it)
 		}
@@ -106,7 +107,7 @@ func enqueue(t tb, db *DB, items ...Item) []Item {
 	return c.Added
 }
 
-func mustCounts(t tb, db *DB) Counts {
+func mustCounts(t tb, db *DB) store.Counts {
 	t.Helper()
 	c, err := db.Counts()
 	if err != nil {
@@ -115,10 +116,10 @@ func mustCounts(t tb, db *DB) Counts {
 	return c
 }
 
-func hostCounts(t tb, db *DB) map[string]HostCounts {
+func hostCounts(t tb, db *DB) map[string]store.HostCounts {
 	t.Helper()
-	out := make(map[string]HostCounts)
-	err := db.ForEachHost(func(host string, c HostCounts) error {
+	out := make(map[string]store.HostCounts)
+	err := db.ForEachHost(func(host string, c store.HostCounts) error {
 		out[host] = c
 		return nil
 	})
@@ -128,7 +129,7 @@ func hostCounts(t tb, db *DB) map[string]HostCounts {
 	return out
 }
 
-func loadAll(t tb, db *DB, host string) []Item {
+func loadAll(t tb, db *DB, host string) []store.Item {
 	t.Helper()
 	items, err := db.LoadQueued(host, 0, 1<<30)
 	if err != nil {
@@ -140,18 +141,18 @@ func loadAll(t tb, db *DB, host string) []Item {
 // deferredEntry is one record of the deferred bucket, decoded.
 type deferredEntry struct {
 	Due  int64
-	Item Item
+	Item store.Item
 }
 
 // snapshot is everything a batch can change, read raw from the buckets.
 type snapshot struct {
-	Counts   Counts
-	Hosts    map[string]HostCounts
+	Counts   store.Counts
+	Hosts    map[string]store.HostCounts
 	Seen     map[uint64]bool // fingerprints, from the seen log
-	Queue    []Item          // in key order: host, then FIFO
+	Queue    []store.Item    // in key order: host, then FIFO
 	Deferred []deferredEntry // in due order
-	Results  map[Hash]Result
-	Lane     []Item          // refresh lanes, host by host, oldest first
+	Results  map[store.Hash]store.Result
+	Lane     []store.Item    // refresh lanes, host by host, oldest first
 	Staged   map[uint64]bool // keys of the results flagged for a refresh
 	Robots   map[string]string
 	Breakers map[string]string
@@ -160,7 +161,7 @@ type snapshot struct {
 
 func takeSnapshot(t tb, db *DB) snapshot {
 	t.Helper()
-	s := snapshot{Hosts: hostCounts(t, db), Seen: map[uint64]bool{}, Results: map[Hash]Result{},
+	s := snapshot{Hosts: hostCounts(t, db), Seen: map[uint64]bool{}, Results: map[store.Hash]store.Result{},
 		Staged: map[uint64]bool{}, Robots: map[string]string{}, Breakers: map[string]string{}}
 	s.Counts = mustCounts(t, db)
 	err := db.bolt.View(func(tx *bolt.Tx) error {
@@ -229,14 +230,14 @@ func readSnapshot(tx *bolt.Tx, s *snapshot) error {
 		return err
 	}
 	return tx.Bucket(bucketResults).ForEach(func(k, v []byte) error {
-		h, r, err := decodeResult(v)
+		h, r, err := store.DecodeResult(v)
 		if err != nil {
 			return err
 		}
-		if v[0] == resultRefreshing {
+		if v[0] == store.RecordRefreshing {
 			s.Staged[beUint64(k)] = true
 		}
-		if (v[0] == resultFailed) != r.Failed() {
+		if (v[0] == store.RecordFailed) != r.Failed() {
 			return fmt.Errorf("result %x: flag %q disagrees with error class %q", k, v[0], r.ErrorClass)
 		}
 		if _, dup := s.Results[h]; dup {
@@ -301,10 +302,10 @@ func checkInvariants(t tb, db *DB) {
 	checkBolt(t, db)
 	checkVerify(t, db)
 	s := takeSnapshot(t, db)
-	var want Counts
-	hosts := map[string]HostCounts{}
-	where := map[Hash]string{}
-	place := func(h Hash, bucket string) {
+	var want store.Counts
+	hosts := map[string]store.HostCounts{}
+	where := map[store.Hash]string{}
+	place := func(h store.Hash, bucket string) {
 		if prev, dup := where[h]; dup {
 			t.Fatalf("hash %x is in %s and in %s", h, prev, bucket)
 		}
@@ -331,11 +332,11 @@ func checkInvariants(t tb, db *DB) {
 		hosts[d.Item.Host] = hc
 		want.Deferred++
 	}
-	var tallies Tallies
+	var tallies store.Tallies
 	for _, r := range s.Results {
-		tallies.addStatus(r.Status, 1)
+		tallies.AddStatus(r.Status, 1)
 		if r.Failed() {
-			tallies.addFailed(r.ErrorClass, 1)
+			tallies.AddFailed(r.ErrorClass, 1)
 		}
 		hc := hosts[r.Host]
 		if r.Failed() {
@@ -369,7 +370,7 @@ func checkInvariants(t tb, db *DB) {
 		}
 	}
 	for host, w := range hosts {
-		if _, ok := s.Hosts[host]; !ok && w != (HostCounts{}) {
+		if _, ok := s.Hosts[host]; !ok && w != (store.HostCounts{}) {
 			t.Fatalf("host %q has no stored counts, buckets hold %+v", host, w)
 		}
 	}
@@ -416,12 +417,12 @@ func checkBolt(t tb, db *DB) {
 }
 
 // resultKeys maps each stored result's URL hash to its key.
-func resultKeys(t tb, db *DB) map[Hash]uint64 {
+func resultKeys(t tb, db *DB) map[store.Hash]uint64 {
 	t.Helper()
-	keys := map[Hash]uint64{}
+	keys := map[store.Hash]uint64{}
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketResults).ForEach(func(k, v []byte) error {
-			h, _, err := decodeResult(v)
+			h, _, err := store.DecodeResult(v)
 			keys[h] = beUint64(k)
 			return err
 		})

@@ -18,6 +18,7 @@ import (
 
 	"breakwater/breaker"
 	"breakwater/robots"
+	"breakwater/store"
 )
 
 // DefaultMaxProblems is how many problems a VerifyReport keeps by default.
@@ -128,7 +129,7 @@ type pending struct {
 }
 
 type doneResult struct {
-	hash Hash
+	hash store.Hash
 	key  uint64
 }
 
@@ -137,20 +138,20 @@ type verifier struct {
 	rep  *VerifyReport
 	tx   *bolt.Tx
 
-	counts     Counts
-	tallies    Tallies
+	counts     store.Counts
+	tallies    store.Tallies
 	seen       []uint64 // sorted fingerprints
-	pending    map[Hash]pending
+	pending    map[store.Hash]pending
 	results    []doneResult
 	staged     map[uint64]string // result key -> URL, flagged for a refresh
-	hosts      map[string]*HostCounts
+	hosts      map[string]*store.HostCounts
 	done       map[string]bool // URLs with a result, for the archive check
 	robotsHops map[string]int  // records of each URL that are hops of a robots.txt redirect
 	caseHolds  []string        // hosts whose breaker a case holds
 	openCases  map[string]bool
 	requeued   int64 // queued or deferred URLs whose earlier result is still stored
-	computed   Counts
-	computedTl Tallies
+	computed   store.Counts
+	computedTl store.Tallies
 }
 
 func (v *verifier) addf(format string, args ...any) {
@@ -161,19 +162,19 @@ func (v *verifier) addf(format string, args ...any) {
 	v.rep.Problems = append(v.rep.Problems, fmt.Sprintf(format, args...))
 }
 
-func (v *verifier) host(name string) *HostCounts {
+func (v *verifier) host(name string) *store.HostCounts {
 	hc := v.hosts[name]
 	if hc == nil {
-		hc = &HostCounts{}
+		hc = &store.HostCounts{}
 		v.hosts[name] = hc
 	}
 	return hc
 }
 
 func (v *verifier) run() {
-	v.pending = map[Hash]pending{}
+	v.pending = map[store.Hash]pending{}
 	v.staged = map[uint64]string{}
-	v.hosts = map[string]*HostCounts{}
+	v.hosts = map[string]*store.HostCounts{}
 	v.openCases = map[string]bool{}
 	if v.opts.Archive != nil {
 		v.done = map[string]bool{}
@@ -276,7 +277,7 @@ func (v *verifier) readMeta() {
 		}
 	}
 	if data := meta.Get(keyArchive); data != nil {
-		var s ArchiveState
+		var s store.ArchiveState
 		if err := json.Unmarshal(data, &s); err != nil {
 			v.addf("meta: decode the archive's state: %v", err)
 		} else if s.Committed < 0 || s.Serial < 0 || strings.ContainsAny(s.File, `/\`) {
@@ -313,13 +314,13 @@ func (v *verifier) readSeen() {
 	v.rep.Seen = int64(len(v.seen))
 }
 
-func (v *verifier) isSeen(h Hash) bool {
+func (v *verifier) isSeen(h store.Hash) bool {
 	_, ok := slices.BinarySearch(v.seen, fingerprint(h))
 	return ok
 }
 
 // place books a URL found waiting in where.
-func (v *verifier) place(it Item, where string) {
+func (v *verifier) place(it store.Item, where string) {
 	if !v.isSeen(it.Hash) {
 		v.addf("%s URL %s (hash %x) is not in the seen set", where, it.URL, it.Hash)
 	}
@@ -407,12 +408,12 @@ func (v *verifier) readResults() {
 		if !ok {
 			return
 		}
-		h, r, err := decodeResult(val)
+		h, r, err := store.DecodeResult(val)
 		if err != nil {
 			v.addf("result %d: %v", key, err)
 			return
 		}
-		if (val[0] == resultFailed) != r.Failed() {
+		if (val[0] == store.RecordFailed) != r.Failed() {
 			v.addf("result %d of %s: flag %q disagrees with error class %q", key, r.URL, val[0], r.ErrorClass)
 		}
 		if r.Host == "" || r.URL == "" {
@@ -424,14 +425,14 @@ func (v *verifier) readResults() {
 		if p, ok := v.pending[h]; ok && p.replaces != key {
 			v.addf("%s URL %s (hash %x) is also done (result %d%s)", p.where, p.url, h, key, as(r.URL, p.url))
 		}
-		if val[0] == resultRefreshing {
+		if val[0] == store.RecordRefreshing {
 			v.staged[key] = r.URL
 		}
 		v.results = append(v.results, doneResult{hash: h, key: key})
-		v.computedTl.addStatus(r.Status, 1)
+		v.computedTl.AddStatus(r.Status, 1)
 		hc := v.host(r.Host)
 		if r.Failed() {
-			v.computedTl.addFailed(r.ErrorClass, 1)
+			v.computedTl.AddFailed(r.ErrorClass, 1)
 			hc.Failed++
 			v.computed.Failed++
 		} else {
@@ -478,12 +479,12 @@ func (v *verifier) checkReplacing() {
 			v.addf("%s URL %s replaces result %d, which does not exist", p.where, p.url, p.replaces)
 			continue
 		}
-		head, err := parseResultHead(val)
+		head, err := store.ParseRecordHead(val)
 		switch {
 		case err != nil: // told by readResults
-		case head.hash != h:
-			v.addf("%s URL %s replaces result %d, which is of another URL (hash %x)", p.where, p.url, p.replaces, head.hash)
-		case p.where == "staged for a refresh" && val[0] != resultRefreshing:
+		case head.Hash != h:
+			v.addf("%s URL %s replaces result %d, which is of another URL (hash %x)", p.where, p.url, p.replaces, head.Hash)
+		case p.where == "staged for a refresh" && val[0] != store.RecordRefreshing:
 			v.addf("staged URL %s replaces result %d, which is not flagged for a refresh", p.url, p.replaces)
 		default:
 			if p.where != "staged for a refresh" {
@@ -547,12 +548,12 @@ func (v *verifier) checkCounters() {
 	v.each(bucketHosts, func(bk *bolt.Bucket, k, val []byte) {
 		stored[string(k)] = true
 		v.rep.Hosts++
-		var hc HostCounts
+		var hc store.HostCounts
 		if err := json.Unmarshal(val, &hc); err != nil {
 			v.addf("decode counts of host %s: %v", k, err)
 			return
 		}
-		has := HostCounts{}
+		has := store.HostCounts{}
 		if p := v.hosts[string(k)]; p != nil {
 			has = *p
 		}
@@ -561,7 +562,7 @@ func (v *verifier) checkCounters() {
 		}
 	})
 	for _, h := range slices.Sorted(maps.Keys(v.hosts)) {
-		if !stored[h] && !v.hosts[h].zero() {
+		if !stored[h] && !v.hosts[h].Zero() {
 			v.addf("host %s has no stored counts, its records %+v", h, *v.hosts[h])
 		}
 	}
@@ -570,7 +571,7 @@ func (v *verifier) checkCounters() {
 func (v *verifier) readBreakers() {
 	v.each(bucketBreakers, func(bk *bolt.Bucket, k, val []byte) {
 		v.rep.Breakers++
-		b, err := decodeBreaker(string(k), val)
+		b, err := store.DecodeBreaker(string(k), val)
 		if err != nil {
 			v.addf("%v", err)
 			return
@@ -655,7 +656,7 @@ func (v *verifier) readTransitions() {
 		if !ok {
 			return
 		}
-		t, err := decodeTransition(seq, val)
+		t, err := store.DecodeTransition(seq, val)
 		if err != nil {
 			v.addf("%v", err)
 			return
@@ -689,7 +690,7 @@ func (v *verifier) readCases() {
 		if !ok {
 			return
 		}
-		c, err := decodeCase(seq, val)
+		c, err := store.DecodeCase(seq, val)
 		if err != nil {
 			v.addf("%v", err)
 			return
@@ -712,7 +713,7 @@ func (v *verifier) readCases() {
 
 func (v *verifier) readRobots() {
 	v.each(bucketRobots, func(bk *bolt.Bucket, k, val []byte) {
-		if _, err := decodeRobots(string(k), val); err != nil {
+		if _, err := store.DecodeRobots(string(k), val); err != nil {
 			v.addf("%v", err)
 		}
 	})
@@ -781,7 +782,7 @@ func robotsHops(archive map[string]int, redirects map[string][]string) map[strin
 }
 
 // checkArchived checks one result against the archive.
-func (v *verifier) checkArchived(key uint64, r *Result) {
+func (v *verifier) checkArchived(key uint64, r *store.Result) {
 	n, hops := v.opts.Archive[r.URL], v.robotsHops[r.URL]
 	switch {
 	case !r.Failed() && r.Status != 0 && n == 0:

@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"breakwater/breaker"
+	"breakwater/store"
 )
 
 // wellFormed writes, through the storage API as a crawl would, a file with
@@ -29,7 +30,7 @@ func wellFormed(t *testing.T) string {
 	}
 	q := enqueue(t, db, item("a.com", "/1"), item("a.com", "/2"), item("a.com", "/3"), item("b.com", "/1"),
 		item("c.com", "/1"), item("c.com", "/2"), item("d.com", "/1"))
-	commit(t, db, func(b *Batch) {
+	commit(t, db, func(b *store.Batch) {
 		b.Complete(q[0], ok200(q[0]))
 		b.Defer(q[1], t2)
 		b.Complete(q[3], timeout(q[3]))
@@ -41,13 +42,13 @@ func wellFormed(t *testing.T) string {
 		b.PutBreaker("d.com", breaker.Breaker{State: breaker.Open, Hold: breaker.Case, HoldReason: "403: no bots",
 			OpenedAt: t1, Rest: time.Minute, DownSince: t1, Generation: 1})
 		b.PutBreaker("e.com", breaker.Breaker{Failures: 2})
-		b.AppendTransition(Transition{At: t1, Host: "b.com", From: "closed", To: "open", Generation: 1})
-		b.AppendTransition(Transition{At: t1, Host: "d.com", From: "closed", To: "open", Hold: "case", Generation: 1})
-		b.AppendTransition(Transition{At: t2, Host: "b.com", From: "open", To: "half-open", Generation: 2})
-		b.AppendTransition(Transition{At: t3, Host: "b.com", From: "half-open", To: "open", Generation: 3})
-		b.AppendCase(Case{Host: "d.com", At: t1, URL: "http://d.com/1", Status: 403, Excerpt: "no bots"})
-		b.PutCapture("sha1:AAAA", Capture{URI: "http://a.com/1", Date: t0})
-		b.PutArchiveState(ArchiveState{File: "crawl-1.warc.gz", Committed: 1234, Serial: 1})
+		b.AppendTransition(store.Transition{At: t1, Host: "b.com", From: "closed", To: "open", Generation: 1})
+		b.AppendTransition(store.Transition{At: t1, Host: "d.com", From: "closed", To: "open", Hold: "case", Generation: 1})
+		b.AppendTransition(store.Transition{At: t2, Host: "b.com", From: "open", To: "half-open", Generation: 2})
+		b.AppendTransition(store.Transition{At: t3, Host: "b.com", From: "half-open", To: "open", Generation: 3})
+		b.AppendCase(store.Case{Host: "d.com", At: t1, URL: "http://d.com/1", Status: 403, Excerpt: "no bots"})
+		b.PutCapture("sha1:AAAA", store.Capture{URI: "http://a.com/1", Date: t0})
+		b.PutArchiveState(store.ArchiveState{File: "crawl-1.warc.gz", Committed: 1234, Serial: 1})
 		b.PutRunningAt(t3)
 	})
 	if n, err := db.RequeueFailed(); err != nil || n != 1 {
@@ -56,7 +57,7 @@ func wellFormed(t *testing.T) string {
 	if _, err := db.StageRefreshes(0, t4, 100); err != nil { // a.com/1, c.com/1, c.com/2, d.com/1
 		t.Fatal(err)
 	}
-	commit(t, db, func(b *Batch) { b.QueueRefreshes(nil) }) // c.com's and d.com's: a.com still has new URLs
+	commit(t, db, func(b *store.Batch) { b.QueueRefreshes(nil) }) // c.com's and d.com's: a.com still has new URLs
 	if err := db.PutSettings([]byte(`{"seeds":["http://a.com/"]}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -116,9 +117,9 @@ func putJSON(tx *bolt.Tx, bucket, key string, v any) error {
 // resultKeyOf returns the results key of the URL u.
 func resultKeyOf(tx *bolt.Tx, u string) []byte {
 	var key []byte
-	h := HashOf(u)
+	h := store.HashOf(u)
 	_ = tx.Bucket(bucketResults).ForEach(func(k, v []byte) error {
-		if head, err := parseResultHead(v); err == nil && head.hash == h {
+		if head, err := store.ParseRecordHead(v); err == nil && head.Hash == h {
 			key = append([]byte(nil), k...)
 		}
 		return nil
@@ -126,7 +127,7 @@ func resultKeyOf(tx *bolt.Tx, u string) []byte {
 	return key
 }
 
-func editCounts(tx *bolt.Tx, fn func(*Counts)) error {
+func editCounts(tx *bolt.Tx, fn func(*store.Counts)) error {
 	c, err := readCounts(tx.Bucket(bucketMeta))
 	if err != nil {
 		return err
@@ -144,25 +145,25 @@ func TestVerifyNamesEachProblem(t *testing.T) {
 		want   []string
 	}{
 		{"queued URL not in the seen set", func(tx *bolt.Tx) error {
-			if err := tx.Bucket(bucketQueue).Bucket([]byte("a.com")).Put(seqKey(1), unseen.marshal(false)); err != nil {
+			if err := tx.Bucket(bucketQueue).Bucket([]byte("a.com")).Put(seqKey(1), store.EncodeQueued(unseen)); err != nil {
 				return err
 			}
-			return editCounts(tx, func(c *Counts) { c.Queued++; c.Seen++ })
+			return editCounts(tx, func(c *store.Counts) { c.Queued++; c.Seen++ })
 		}, VerifyOptions{}, []string{"queued URL http://a.com/never-seen (hash " + hexHash(unseen.Hash) + ") is not in the seen set",
 			"the stored count seen is 8, the seen log holds 7", "the stored counts of host a.com"}},
 		{"URL both queued and done", func(tx *bolt.Tx) error {
 			it := item("b.com", "/1") // queued again over its failure, and now done for good too
 			bk, _ := tx.Bucket(bucketQueue).CreateBucketIfNotExists([]byte("b.com"))
-			return bk.Put(seqKey(2), it.marshal(false))
-		}, VerifyOptions{}, []string{"queued URL http://b.com/1 (hash " + hexHash(HashOf("http://b.com/1")) + ") is also queued",
+			return bk.Put(seqKey(2), store.EncodeQueued(it))
+		}, VerifyOptions{}, []string{"queued URL http://b.com/1 (hash " + hexHash(store.HashOf("http://b.com/1")) + ") is also queued",
 			"the stored count queued is 5, the queue holds 6"}},
 		{"URL queued and done without replacing its result", func(tx *bolt.Tx) error {
 			it := item("e.com", "/1")
-			it.Hash = HashOf("http://a.com/1")
+			it.Hash = store.HashOf("http://a.com/1")
 			bk, _ := tx.Bucket(bucketQueue).CreateBucketIfNotExists([]byte("e.com"))
-			return bk.Put(seqKey(3), it.marshal(false))
-		}, VerifyOptions{}, []string{"staged for a refresh URL http://a.com/1 (hash " + hexHash(HashOf("http://a.com/1")) + ") is also queued, as http://e.com/1",
-			"queued URL http://e.com/1 (hash " + hexHash(HashOf("http://a.com/1")) + ") is also done (result 1, as http://a.com/1)"}},
+			return bk.Put(seqKey(3), store.EncodeQueued(it))
+		}, VerifyOptions{}, []string{"staged for a refresh URL http://a.com/1 (hash " + hexHash(store.HashOf("http://a.com/1")) + ") is also queued, as http://e.com/1",
+			"queued URL http://e.com/1 (hash " + hexHash(store.HashOf("http://a.com/1")) + ") is also done (result 1, as http://a.com/1)"}},
 		{"a result lost", func(tx *bolt.Tx) error {
 			return tx.Bucket(bucketResults).Delete(resultKeyOf(tx, "http://a.com/1"))
 		}, VerifyOptions{}, []string{"staged for a refresh URL http://a.com/1 replaces result 1, which does not exist",
@@ -172,13 +173,13 @@ func TestVerifyNamesEachProblem(t *testing.T) {
 		}, VerifyOptions{}, []string{"neither queued, deferred, staged nor done: it is lost",
 			"the stored count deferred is 1, the deferred bucket holds 0"}},
 		{"conservation", func(tx *bolt.Tx) error {
-			return editCounts(tx, func(c *Counts) { c.Fetched += 2 })
+			return editCounts(tx, func(c *store.Counts) { c.Fetched += 2 })
 		}, VerifyOptions{}, []string{"the stored counts break conservation: seen 7 != fetched 6 + failed 1 + queued 5 + deferred 1 - 4 queued again over their result"}},
 		{"tallies", func(tx *bolt.Tx) error {
-			return putJSON(tx, "meta", "tallies", Tallies{Status: map[int]int64{200: 9}, Failed: map[string]int64{"timeout": 1}})
+			return putJSON(tx, "meta", "tallies", store.Tallies{Status: map[int]int64{200: 9}, Failed: map[string]int64{"timeout": 1}})
 		}, VerifyOptions{}, []string{"the stored tallies by status map[200:9] differ from the results' map[0:1 200:4]"}},
 		{"host counts", func(tx *bolt.Tx) error {
-			return putJSON(tx, "hosts", "c.com", HostCounts{Fetched: 1})
+			return putJSON(tx, "hosts", "c.com", store.HostCounts{Fetched: 1})
 		}, VerifyOptions{}, []string{"the stored counts of host c.com are {Queued:0 Deferred:0 Fetched:1 Failed:0}, its records {Queued:2 Deferred:0 Fetched:2 Failed:0}"}},
 		{"host counts missing", func(tx *bolt.Tx) error {
 			return tx.Bucket(bucketHosts).Delete([]byte("d.com"))
@@ -186,11 +187,11 @@ func TestVerifyNamesEachProblem(t *testing.T) {
 		{"seen twice", func(tx *bolt.Tx) error {
 			bk := tx.Bucket(bucketSeen)
 			seq, _ := bk.NextSequence()
-			return bk.Put(u64(seq), u64le(fingerprint(HashOf("http://a.com/2"))))
+			return bk.Put(u64(seq), u64le(fingerprint(store.HashOf("http://a.com/2"))))
 		}, VerifyOptions{}, []string{"is logged twice in the seen set: a URL was queued twice"}},
 		{"sequence", func(tx *bolt.Tx) error {
 			it := item("c.com", "/far")
-			return tx.Bucket(bucketResults).Put(u64(1<<40), EncodeResult(it, ok200(it)))
+			return tx.Bucket(bucketResults).Put(u64(1<<40), store.EncodeResult(it, ok200(it)))
 		}, VerifyOptions{}, []string{"result 1099511627776: beyond the bucket's sequence", "done URL http://c.com/far"}},
 		{"malformed result", func(tx *bolt.Tx) error {
 			return tx.Bucket(bucketResults).Put(resultKeyOf(tx, "http://d.com/1"), []byte("garbage that is long enough"))
@@ -225,22 +226,22 @@ func TestVerifyNamesEachProblem(t *testing.T) {
 			return putJSON(tx, "breakers", "b.com", breaker.Breaker{State: 7, Hold: 8, DownSince: t1})
 		}, VerifyOptions{}, []string{"breaker of b.com: state 7 is none of", "breaker of b.com: hold 8 has unknown flags"}},
 		{"case hold without a case", func(tx *bolt.Tx) error {
-			return putJSON(tx, "cases", string(u64(1)), Case{Host: "d.com", At: t1, URL: "http://d.com/1", Resolved: t2})
+			return putJSON(tx, "cases", string(u64(1)), store.Case{Host: "d.com", At: t1, URL: "http://d.com/1", Resolved: t2})
 		}, VerifyOptions{}, []string{"breaker of d.com is held by a case, and the host has no open case to resolve"}},
 		{"case resolved before it was raised", func(tx *bolt.Tx) error {
-			return putJSON(tx, "cases", string(u64(1)), Case{Host: "d.com", At: t2, URL: "http://d.com/1", Resolved: t1})
+			return putJSON(tx, "cases", string(u64(1)), store.Case{Host: "d.com", At: t2, URL: "http://d.com/1", Resolved: t1})
 		}, VerifyOptions{}, []string{"case 1 of d.com was resolved at", "before it was raised"}},
 		{"transitions out of order", func(tx *bolt.Tx) error {
 			bk := tx.Bucket(bucketTransitions)
 			seq, _ := bk.NextSequence()
-			data, _ := json.Marshal(Transition{At: t0, Host: "b.com", From: "open", To: "half-open", Generation: 2})
+			data, _ := json.Marshal(store.Transition{At: t0, Host: "b.com", From: "open", To: "half-open", Generation: 2})
 			return bk.Put(u64(seq), data)
 		}, VerifyOptions{}, []string{"transition 5 of b.com at 2025-03-01T12:00:00Z is before transition 4 at 2025-03-01T12:00:03Z",
 			"transition 5 of b.com has generation 2, after generation 3 in transition 4"}},
 		{"transition malformed", func(tx *bolt.Tx) error {
 			bk := tx.Bucket(bucketTransitions)
 			seq, _ := bk.NextSequence()
-			data, _ := json.Marshal(Transition{At: t4, Host: "b.com", From: "open", To: "ajar"})
+			data, _ := json.Marshal(store.Transition{At: t4, Host: "b.com", From: "open", To: "ajar"})
 			return bk.Put(u64(seq), data)
 		}, VerifyOptions{}, []string{`transition 5 is malformed`}},
 		{"page not archived, URL archived and not done, repeats", func(tx *bolt.Tx) error { return nil },
@@ -270,7 +271,7 @@ func TestVerifyNamesEachProblem(t *testing.T) {
 	}
 }
 
-func hexHash(h Hash) string {
+func hexHash(h store.Hash) string {
 	var b bytes.Buffer
 	for _, c := range h {
 		b.WriteString(string("0123456789abcdef"[c>>4]) + string("0123456789abcdef"[c&15]))

@@ -1,6 +1,7 @@
 package warc
 
 import (
+	"breakwater/store"
 	"bufio"
 	"bytes"
 	"compress/gzip"
@@ -14,8 +15,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"breakwater/storage"
 )
 
 // sha1Base32 is a WARC digest of b computed here, apart from the writer's
@@ -253,7 +252,7 @@ func TestDedupeAcrossFramings(t *testing.T) {
 			t.Fatalf("%s was not a revisit", entryRecords(t, e)[1].get("WARC-Target-URI"))
 		}
 		revisits = append(revisits, entryRecords(t, e)[1])
-		if e.Original != (storage.Capture{URI: "http://127.0.0.1:1/length", Date: at}) {
+		if e.Original != (store.Capture{URI: "http://127.0.0.1:1/length", Date: at}) {
 			t.Errorf("a revisit's Original = %+v, want the first capture", e.Original)
 		}
 	}
@@ -286,7 +285,7 @@ func TestDedupeAcrossFramings(t *testing.T) {
 // A 304 is a revisit of the capture it is given, its date as that
 // record's WARC-Date was written; without one it is a response.
 func TestNotModifiedRefersToItsOriginal(t *testing.T) {
-	orig := storage.Capture{URI: "http://127.0.0.1:1/other", Date: time.Date(2026, 12, 1, 10, 0, 0, 5000, time.UTC)}
+	orig := store.Capture{URI: "http://127.0.0.1:1/other", Date: time.Date(2026, 12, 1, 10, 0, 0, 5000, time.UTC)}
 	resp := "HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\n\r\n"
 	ex := Exchange{URI: "http://127.0.0.1:1/p", Date: time.Now(), Request: []byte("GET /p HTTP/1.1\r\n\r\n"),
 		Response: bytes.NewReader([]byte(resp)), NotModified: true, Original: orig}
@@ -299,7 +298,7 @@ func TestNotModifiedRefersToItsOriginal(t *testing.T) {
 		r.get("WARC-Refers-To-Date") != "2026-12-01T10:00:00.000005Z" || !entry.Revisit || entry.Original != orig {
 		t.Errorf("304 written as %v, entry original %+v; want a revisit of %+v", r.fields, entry.Original, orig)
 	}
-	ex.Original = storage.Capture{}
+	ex.Original = store.Capture{}
 	if entry, err = encode(ex, nil, ""); err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/nlnwa/gowarc/v3"
 
 	"breakwater/spool"
-	"breakwater/storage"
+	"breakwater/store"
 )
 
 // Exchange is one request and its response as they crossed the wire.
@@ -36,7 +36,7 @@ type Exchange struct {
 	// that holds the page (see Entry.Original); without one it is written
 	// as a response.
 	NotModified bool
-	Original    storage.Capture
+	Original    store.Capture
 }
 
 // Block is the bytes of a record's block, read as many times as encoding
@@ -65,7 +65,7 @@ type Entry struct {
 	// its way may be written in full instead (see BeforeCommit); Original
 	// is then the capture it would have referred to, which the archive
 	// gets all the same unless its own commit fails.
-	Original storage.Capture
+	Original store.Capture
 	// of is the capture a revisit refers to when it was not yet written at
 	// encoding time; fallback then holds the full records, written instead
 	// if that capture is still not in the file (see BeforeCommit).
@@ -93,14 +93,14 @@ func (e *Entry) Close() {
 // that records it in the database.
 type claim struct {
 	digest  string
-	capture storage.Capture
+	capture store.Capture
 	written bool // its records are in the file (read and set by the writer goroutine)
 }
 
 // firstCapture says what an encoder knows of a payload digest: the
 // capture to refer to (known), an earlier capture not yet written (pending),
 // or neither, and then claim is this entry's to be the first.
-type firstCapture func(digest string, this storage.Capture) (known *storage.Capture, pending, claimed *claim, err error)
+type firstCapture func(digest string, this store.Capture) (known *store.Capture, pending, claimed *claim, err error)
 
 // newRecordID draws a version 4 uuid straight from crypto/rand: uuid's
 // pooled generator reads a flag gowarc writes whenever it makes options,
@@ -163,15 +163,15 @@ func encode(ex Exchange, first firstCapture, spoolDir string) (*Entry, error) {
 	req.Add(gowarc.WarcConcurrentTo, "<"+respID+">")
 
 	entry := &Entry{}
-	var revisitRef *storage.Capture
+	var revisitRef *store.Capture
 	profile := ""
-	entry.Original = storage.Capture{URI: ex.URI, Date: date}
+	entry.Original = store.Capture{URI: ex.URI, Date: date}
 	switch {
 	case ex.NotModified && !ex.Original.Date.IsZero():
 		profile = gowarc.ProfileServerNotModifiedV1_1
 		revisitRef = &ex.Original
 	case first != nil && !ex.Truncated:
-		known, pending, claimed, err := first(payloadDigest, storage.Capture{URI: ex.URI, Date: date})
+		known, pending, claimed, err := first(payloadDigest, store.Capture{URI: ex.URI, Date: date})
 		if err != nil {
 			return nil, fmt.Errorf("look up the payload of %s: %w", ex.URI, err)
 		}

@@ -1,6 +1,7 @@
 package warc
 
 import (
+	"breakwater/store"
 	"bytes"
 	"errors"
 	"fmt"
@@ -13,8 +14,6 @@ import (
 	"time"
 
 	"github.com/nlnwa/gowarc/v3"
-
-	"breakwater/storage"
 )
 
 // Defaults for Options' zero fields.
@@ -59,9 +58,9 @@ type Options struct {
 // database file (*storage.DB), or a fleet process's part of the fleet's
 // store.
 type Store interface {
-	ArchiveState() (s storage.ArchiveState, ok bool, err error)
-	PutArchiveState(s storage.ArchiveState) error
-	LookupCapture(digest string) (c storage.Capture, ok bool, err error)
+	ArchiveState() (s store.ArchiveState, ok bool, err error)
+	PutArchiveState(s store.ArchiveState) error
+	LookupCapture(digest string) (c store.Capture, ok bool, err error)
 }
 
 // Writer appends the crawl's records to WARC files in step with the
@@ -76,8 +75,8 @@ type Writer struct {
 	opts Options
 
 	// Touched by the frontier's writer goroutine only.
-	state  storage.ArchiveState // as the database has it
-	staged storage.ArchiveState // as the commit under way will have it
+	state  store.ArchiveState // as the database has it
+	staged store.ArchiveState // as the commit under way will have it
 	file   *os.File
 	size   int64 // bytes written to file
 	// err is the first failure to write the archive, or to have a commit
@@ -265,7 +264,7 @@ func (w *Writer) Encode(ex Exchange) (*Entry, error) {
 		return encode(ex, nil, w.opts.Dir)
 	}
 	var claimed *claim
-	entry, err := encode(ex, func(digest string, this storage.Capture) (*storage.Capture, *claim, *claim, error) {
+	entry, err := encode(ex, func(digest string, this store.Capture) (*store.Capture, *claim, *claim, error) {
 		known, pending, c, err := w.firstCapture(digest, this)
 		claimed = c
 		return known, pending, c, err
@@ -285,7 +284,7 @@ func (w *Writer) Encode(ex Exchange) (*Entry, error) {
 
 // firstCapture finds the first capture of digest: one encoded and not yet
 // committed (its claim), else one in the database; else this becomes it.
-func (w *Writer) firstCapture(digest string, this storage.Capture) (known *storage.Capture, pending, claimed *claim, err error) {
+func (w *Writer) firstCapture(digest string, this store.Capture) (known *store.Capture, pending, claimed *claim, err error) {
 	w.mu.Lock()
 	if c, ok := w.claims[digest]; ok {
 		w.mu.Unlock()
@@ -314,7 +313,7 @@ func (w *Writer) firstCapture(digest string, this storage.Capture) (known *stora
 // or in the same commit. A revisit encoded while its capture was still on
 // its way (another worker's, not yet here) is written in full instead if
 // that capture is in neither.
-func (w *Writer) BeforeCommit(b *storage.Batch) error {
+func (w *Writer) BeforeCommit(b *store.Batch) error {
 	var entries []*Entry
 	for _, v := range b.Attached() {
 		if e, ok := v.(*Entry); ok && e != nil {
@@ -382,7 +381,7 @@ func (w *Writer) AfterCommit() {
 	maps.DeleteFunc(w.claims, func(_ string, c *claim) bool { return c.written })
 	w.mu.Unlock()
 	if w.staged.File != "" {
-		w.state, w.staged = w.staged, storage.ArchiveState{}
+		w.state, w.staged = w.staged, store.ArchiveState{}
 	}
 	if w.file != nil && w.state.Committed >= w.opts.MaxFileSize {
 		path := w.file.Name()

@@ -1,6 +1,7 @@
 package warc
 
 import (
+	"breakwater/store"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -9,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"breakwater/storage"
 )
 
 // A commit that fails after its records were written (the database's
@@ -25,7 +24,7 @@ func TestFailedCommitLeavesNoRecordsBehind(t *testing.T) {
 	w := openWriter(t, db, Options{Dir: warcs})
 	at := time.Now()
 	commit(t, w, db, encodeAll(t, w, exchange("http://127.0.0.1:1/done", "kept", at))...)
-	var failed storage.Batch
+	var failed store.Batch
 	for _, e := range encodeAll(t, w, exchange("http://127.0.0.1:1/failed", "its commit failed", at)) {
 		failed.Attach(e)
 	}
@@ -34,7 +33,7 @@ func TestFailedCommitLeavesNoRecordsBehind(t *testing.T) {
 	}
 	// The commit of failed fails here: it is never made, and AfterCommit
 	// never comes.
-	var next storage.Batch
+	var next store.Batch
 	for _, e := range encodeAll(t, w, exchange("http://127.0.0.1:1/next", "would fit", at)) {
 		next.Attach(e)
 	}
@@ -81,7 +80,7 @@ func TestUnfinishedFullFileStopsTheWriter(t *testing.T) {
 		big.WriteByte(byte('a' + rng.IntN(26))) // does not compress: fills the 1500-byte file
 	}
 	commit(t, w, db, encodeAll(t, w, exchange("http://127.0.0.1:1/big", big.String(), at))...)
-	var b storage.Batch
+	var b store.Batch
 	for _, e := range encodeAll(t, w, exchange("http://127.0.0.1:1/next", "next", at)) {
 		b.Attach(e)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"breakwater/storage"
+	"breakwater/store"
 )
 
 func openDB(t *testing.T, path string) *storage.DB {
@@ -47,7 +48,7 @@ func exchange(uri, body string, at time.Time) Exchange {
 // archive writes them before the commit.
 func commit(t *testing.T, w *Writer, db *storage.DB, entries ...*Entry) {
 	t.Helper()
-	var b storage.Batch
+	var b store.Batch
 	for _, e := range entries {
 		b.Attach(e)
 	}
@@ -131,7 +132,7 @@ func TestOpenCutsBackWhatNoCommitAccountedFor(t *testing.T) {
 	w := openWriter(t, db, Options{Dir: warcs})
 	at := time.Now()
 	commit(t, w, db, encodeAll(t, w, exchange("http://127.0.0.1:1/done", "kept", at))...)
-	var b storage.Batch
+	var b store.Batch
 	for _, e := range encodeAll(t, w, exchange("http://127.0.0.1:1/lost", "not committed", at)) {
 		b.Attach(e)
 	}
@@ -173,7 +174,7 @@ func TestOpenRemovesANewFileNoCommitReachedAndLeavesOthers(t *testing.T) {
 	warcs := filepath.Join(dir, "warc")
 	db := openDB(t, dbPath)
 	w := openWriter(t, db, Options{Dir: warcs})
-	var b storage.Batch
+	var b store.Batch
 	for _, e := range encodeAll(t, w, exchange("http://127.0.0.1:1/lost", "x", time.Now())) {
 		b.Attach(e)
 	}
@@ -284,7 +285,7 @@ func TestOpenFindsTheUnfinishedFileWhereverItWasLeft(t *testing.T) {
 			w := openWriter(t, db, Options{Dir: oldDir})
 			at := time.Now()
 			commit(t, w, db, encodeAll(t, w, exchange("http://127.0.0.1:1/done", "kept", at))...)
-			var b storage.Batch
+			var b store.Batch
 			for _, e := range encodeAll(t, w, exchange("http://127.0.0.1:1/lost", "not committed", at)) {
 				b.Attach(e)
 			}

@@ -1,4 +1,4 @@
-package storage
+package store
 
 import (
 	"encoding/json"
@@ -17,7 +17,8 @@ import (
 //
 // Every decoding error names the record and its host or sequence number.
 
-func encodeBreaker(host string, b breaker.Breaker) ([]byte, error) {
+// EncodeBreaker is the stored form of the record; see the top of this file.
+func EncodeBreaker(host string, b breaker.Breaker) ([]byte, error) {
 	data, err := json.Marshal(&b)
 	if err != nil {
 		return nil, fmt.Errorf("encode breaker of %s: %w", host, err)
@@ -25,7 +26,8 @@ func encodeBreaker(host string, b breaker.Breaker) ([]byte, error) {
 	return data, nil
 }
 
-func decodeBreaker(host string, data []byte) (breaker.Breaker, error) {
+// DecodeBreaker is the stored form of the record; see the top of this file.
+func DecodeBreaker(host string, data []byte) (breaker.Breaker, error) {
 	var b breaker.Breaker
 	if err := json.Unmarshal(data, &b); err != nil {
 		return breaker.Breaker{}, fmt.Errorf("decode breaker of %s: %w", host, err)
@@ -33,7 +35,8 @@ func decodeBreaker(host string, data []byte) (breaker.Breaker, error) {
 	return b, nil
 }
 
-func encodeTransition(t Transition) ([]byte, error) {
+// EncodeTransition is the stored form of the record; see the top of this file.
+func EncodeTransition(t Transition) ([]byte, error) {
 	data, err := json.Marshal(&t)
 	if err != nil {
 		return nil, fmt.Errorf("encode transition of %s: %w", t.Host, err)
@@ -41,7 +44,8 @@ func encodeTransition(t Transition) ([]byte, error) {
 	return data, nil
 }
 
-func decodeTransition(seq uint64, data []byte) (Transition, error) {
+// DecodeTransition is the stored form of the record; see the top of this file.
+func DecodeTransition(seq uint64, data []byte) (Transition, error) {
 	var t Transition
 	if err := json.Unmarshal(data, &t); err != nil {
 		return Transition{}, fmt.Errorf("decode transition %d: %w", seq, err)
@@ -49,7 +53,8 @@ func decodeTransition(seq uint64, data []byte) (Transition, error) {
 	return t, nil
 }
 
-func encodeCase(c Case) ([]byte, error) {
+// EncodeCase is the stored form of the record; see the top of this file.
+func EncodeCase(c Case) ([]byte, error) {
 	data, err := json.Marshal(&c)
 	if err != nil {
 		return nil, fmt.Errorf("encode case of %s: %w", c.Host, err)
@@ -57,14 +62,17 @@ func encodeCase(c Case) ([]byte, error) {
 	return data, nil
 }
 
-func decodeCase(seq uint64, data []byte) (Case, error) {
+// DecodeCase is the stored form of the record; see the top of this file.
+func DecodeCase(seq uint64, data []byte) (Case, error) {
 	var c Case
 	if err := json.Unmarshal(data, &c); err != nil {
 		return Case{}, fmt.Errorf("decode case %d: %w", seq, err)
 	}
 	return c, nil
 }
-func encodeRobots(host string, r *robots.Rules) ([]byte, error) {
+
+// EncodeRobots is the stored form of the record; see the top of this file.
+func EncodeRobots(host string, r *robots.Rules) ([]byte, error) {
 	data, err := r.MarshalBinary()
 	if err != nil {
 		return nil, fmt.Errorf("encode robots.txt of %s: %w", host, err)
@@ -72,7 +80,8 @@ func encodeRobots(host string, r *robots.Rules) ([]byte, error) {
 	return data, nil
 }
 
-func decodeRobots(host string, data []byte) (*robots.Rules, error) {
+// DecodeRobots is the stored form of the record; see the top of this file.
+func DecodeRobots(host string, data []byte) (*robots.Rules, error) {
 	r, err := robots.Unmarshal(data)
 	if err != nil {
 		return nil, fmt.Errorf("decode robots.txt of %s: %w", host, err)

@@ -1,4 +1,4 @@
-package storage
+package store
 
 import (
 	"encoding/binary"
@@ -26,7 +26,7 @@ func TestItemRoundTripKeepsEveryField(t *testing.T) {
 		if len(enc) != cap(enc) {
 			t.Fatalf("encoding sized %d for %d bytes", cap(enc), len(enc))
 		}
-		got, err := unmarshalItem(enc)
+		got, err := ParseItem(enc)
 		if err != nil {
 			t.Fatalf("unmarshal: %v", err)
 		}
@@ -36,7 +36,7 @@ func TestItemRoundTripKeepsEveryField(t *testing.T) {
 		// Every cut of a good encoding is refused or decodes without panicking.
 		b := it.marshal(true)
 		for n := range len(b) {
-			unmarshalItem(b[:n])
+			ParseItem(b[:n])
 		}
 	})
 }
@@ -51,7 +51,7 @@ func TestItemFormat2StillReads(t *testing.T) {
 	}
 	b = append(b, want.Host...)
 	b = append(b, want.URL...)
-	got, err := unmarshalItem(b)
+	got, err := ParseItem(b)
 	if err != nil {
 		t.Fatalf("format 2 item: %v", err)
 	}

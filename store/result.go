@@ -1,4 +1,4 @@
-package storage
+package store
 
 import (
 	"encoding/binary"
@@ -84,14 +84,16 @@ type HostCounts struct {
 	Failed   int64 `json:"failed"`
 }
 
-func (c *HostCounts) add(d HostCounts) {
+// Add adds d to c.
+func (c *HostCounts) Add(d HostCounts) {
 	c.Queued += d.Queued
 	c.Deferred += d.Deferred
 	c.Fetched += d.Fetched
 	c.Failed += d.Failed
 }
 
-func (c *HostCounts) zero() bool { return *c == HostCounts{} }
+// Zero reports whether c counts nothing.
+func (c *HostCounts) Zero() bool { return *c == HostCounts{} }
 
 // A stored result is a header and the Result's fields in a compact binary
 // form (resultBody): about a third the size of its JSON, and results are
@@ -102,9 +104,9 @@ func (c *HostCounts) zero() bool { return *c == HostCounts{} }
 // right when a result is replaced, and for RequeueFailed to rebuild the
 // URL's Item, without decoding the rest.
 const (
-	resultPage       = 'P'
-	resultFailed     = 'F'
-	resultRefreshing = 'R'
+	RecordPage       = 'P'
+	RecordFailed     = 'F'
+	RecordRefreshing = 'R'
 	maxClassLen      = 255
 )
 
@@ -113,9 +115,9 @@ type ResultRecord []byte
 
 // EncodeResult encodes the result of it for Batch.CompleteRecord.
 func EncodeResult(it Item, r *Result) ResultRecord {
-	flag := byte(resultPage)
+	flag := byte(RecordPage)
 	if r.Failed() {
-		flag = resultFailed
+		flag = RecordFailed
 	}
 	class := r.ErrorClass[:min(len(r.ErrorClass), maxClassLen)]
 	out := make([]byte, 0, 1+len(Hash{})+3+len(class)+64+len(r.URL)+len(r.Host)+len(r.ContentType)+
@@ -246,40 +248,44 @@ func hexDigit(c byte) int {
 
 var errBadResult = errors.New("malformed result record")
 
-// resultHead is the decoded header of a result record.
-type resultHead struct {
-	failed bool
-	hash   Hash
-	status int
-	class  string
+// RecordHead is the decoded header of a result record: what a store
+// needs to keep its counters and tallies right when a result is replaced,
+// without decoding the rest.
+type RecordHead struct {
+	Failed bool
+	Hash   Hash
+	Status int
+	Class  string
 	body   []byte
 }
 
-func parseResultHead(v []byte) (resultHead, error) {
-	var h resultHead
+// ParseRecordHead decodes the header of a result record.
+func ParseRecordHead(v []byte) (RecordHead, error) {
+	var h RecordHead
 	const fixed = 1 + len(Hash{}) + 3
-	if len(v) < fixed || (v[0] != resultPage && v[0] != resultFailed && v[0] != resultRefreshing) {
+	if len(v) < fixed || (v[0] != RecordPage && v[0] != RecordFailed && v[0] != RecordRefreshing) {
 		return h, errBadResult
 	}
-	h.failed = v[0] == resultFailed
-	copy(h.hash[:], v[1:])
-	h.status = int(binary.BigEndian.Uint16(v[17:]))
+	h.Failed = v[0] == RecordFailed
+	copy(h.Hash[:], v[1:])
+	h.Status = int(binary.BigEndian.Uint16(v[17:]))
 	n := int(v[19])
 	if len(v) < fixed+n+1 {
 		return h, errBadResult
 	}
-	h.class = string(v[fixed : fixed+n])
+	h.Class = string(v[fixed : fixed+n])
 	h.body = v[fixed+n:]
 	return h, nil
 }
 
-func decodeResult(v []byte) (Hash, Result, error) {
-	head, err := parseResultHead(v)
+// DecodeResult decodes a result encoded by EncodeResult.
+func DecodeResult(v []byte) (Hash, Result, error) {
+	head, err := ParseRecordHead(v)
 	if err != nil {
-		return head.hash, Result{}, err
+		return head.Hash, Result{}, err
 	}
 	r, err := decodeResultBody(head.body)
-	return head.hash, r, err
+	return head.Hash, r, err
 }
 
 // bodyReader reads a result body; the first malformed field sets bad, and
@@ -381,15 +387,16 @@ type Tallies struct {
 	Failed map[string]int64 `json:"failed"`
 }
 
-// count adds sign times a result with this header.
-func (t *Tallies) count(h resultHead, sign int64) {
-	t.addStatus(h.status, sign)
-	if h.failed {
-		t.addFailed(h.class, sign)
+// Count adds sign times a result with this header.
+func (t *Tallies) Count(h RecordHead, sign int64) {
+	t.AddStatus(h.Status, sign)
+	if h.Failed {
+		t.AddFailed(h.Class, sign)
 	}
 }
 
-func (t *Tallies) addStatus(status int, n int64) {
+// AddStatus counts n more results with this HTTP status.
+func (t *Tallies) AddStatus(status int, n int64) {
 	if t.Status == nil {
 		t.Status = map[int]int64{}
 	}
@@ -398,7 +405,8 @@ func (t *Tallies) addStatus(status int, n int64) {
 	}
 }
 
-func (t *Tallies) addFailed(class string, n int64) {
+// AddFailed counts n more failed results of this class.
+func (t *Tallies) AddFailed(class string, n int64) {
 	if t.Failed == nil {
 		t.Failed = map[string]int64{}
 	}
@@ -407,13 +415,23 @@ func (t *Tallies) addFailed(class string, n int64) {
 	}
 }
 
-func (t *Tallies) merge(d Tallies) {
+// Merge adds d to t.
+func (t *Tallies) Merge(d Tallies) {
 	for k, v := range d.Status {
-		t.addStatus(k, v)
+		t.AddStatus(k, v)
 	}
 	for k, v := range d.Failed {
-		t.addFailed(k, v)
+		t.AddFailed(k, v)
 	}
 }
 
-func (t *Tallies) empty() bool { return len(t.Status) == 0 && len(t.Failed) == 0 }
+// Empty reports whether t counts nothing.
+func (t *Tallies) Empty() bool { return len(t.Status) == 0 && len(t.Failed) == 0 }
+
+// ForItem is a FailHost template filled in for one of the host's URLs.
+func (template *Result) ForItem(it Item) Result {
+	r := *template
+	r.URL, r.FinalURL, r.Host, r.Depth, r.Attempts = it.URL, it.URL, it.Host, it.Depth, it.Attempts
+	r.Referrer, r.Lastmod = it.Referrer, it.Lastmod
+	return r
+}

@@ -1,4 +1,4 @@
-package storage
+package store
 
 import (
 	"encoding/hex"
@@ -70,7 +70,7 @@ func TestResultRecordRoundTrip(t *testing.T) {
 		var it Item
 		copy(it.Hash[:], rapid.SliceOfN(rapid.Byte(), 16, 16).Draw(t, "hash"))
 		rec := EncodeResult(it, &r)
-		hash, got, err := decodeResult(rec)
+		hash, got, err := DecodeResult(rec)
 		if err != nil {
 			t.Fatalf("decode: %v", err)
 		}
@@ -89,13 +89,13 @@ func TestResultRecordRoundTrip(t *testing.T) {
 		if got != r {
 			t.Fatalf("decoded\n%+v\nwant\n%+v", got, r)
 		}
-		head, err := parseResultHead(rec)
+		head, err := ParseRecordHead(rec)
 		if err != nil {
 			t.Fatal(err)
 		}
 		wantClass := r.ErrorClass[:min(len(r.ErrorClass), maxClassLen)]
-		if head.failed != r.Failed() || head.status != min(max(r.Status, 0), 0xFFFF) || head.class != wantClass {
-			t.Fatalf("header failed=%v status=%d class=%q, want %v %d %q", head.failed, head.status, head.class,
+		if head.Failed != r.Failed() || head.Status != min(max(r.Status, 0), 0xFFFF) || head.Class != wantClass {
+			t.Fatalf("header failed=%v status=%d class=%q, want %v %d %q", head.Failed, head.Status, head.Class,
 				r.Failed(), r.Status, wantClass)
 		}
 	})
@@ -108,11 +108,11 @@ func TestResultRecordDamage(t *testing.T) {
 		r := drawResult(t)
 		rec := EncodeResult(Item{}, &r)
 		cut := rapid.IntRange(0, len(rec)-1).Draw(t, "cut")
-		if _, _, err := decodeResult(rec[:cut]); !errors.Is(err, errBadResult) {
+		if _, _, err := DecodeResult(rec[:cut]); !errors.Is(err, errBadResult) {
 			t.Fatalf("record cut to %d of %d bytes: err %v, want errBadResult", cut, len(rec), err)
 		}
 		long := append(append([]byte(nil), rec...), rapid.SliceOfN(rapid.Byte(), 1, 8).Draw(t, "extra")...)
-		if _, _, err := decodeResult(long); !errors.Is(err, errBadResult) {
+		if _, _, err := DecodeResult(long); !errors.Is(err, errBadResult) {
 			t.Fatalf("record with trailing bytes: err %v, want errBadResult", err)
 		}
 	})
@@ -149,12 +149,12 @@ func FuzzDecodeResult(f *testing.F) {
 	r.Archived = Capture{URI: "http://c.test/", Date: time.Unix(1, 5)}
 	f.Add([]byte(EncodeResult(Item{}, &r)))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, got, err := decodeResult(data)
+		_, got, err := DecodeResult(data)
 		if err != nil {
 			return
 		}
 		// Whatever decodes must encode back to a record that decodes alike.
-		_, again, err := decodeResult(EncodeResult(Item{}, &got))
+		_, again, err := DecodeResult(EncodeResult(Item{}, &got))
 		if err != nil || !again.FetchedAt.Equal(got.FetchedAt) {
 			t.Fatalf("re-encoded record: %v, fetched_at %v vs %v", err, again.FetchedAt, got.FetchedAt)
 		}
@@ -194,7 +194,7 @@ func TestDecodeResultsWrittenBefore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h, got, err := decodeResult(rec)
+			h, got, err := DecodeResult(rec)
 			if err != nil {
 				t.Fatalf("decode: %v", err)
 			}
@@ -211,10 +211,11 @@ func TestDecodeResultsWrittenBefore(t *testing.T) {
 }
 
 func TestValidatorsRoundTrip(t *testing.T) {
-	it := item("a.test", "/")
+	it := Item{Host: "a.test", URL: "http://a.test/", Hash: HashOf("http://a.test/")}
+	ok200 := func(it Item) *Result { return &Result{URL: it.URL, FinalURL: it.URL, Host: it.Host, Status: 200} }
 	r := ok200(it)
 	r.ETag, r.LastModified = `W/"abc-1"`, "Tue, 01 Dec 2026 10:00:00 GMT"
-	_, got, err := decodeResult(EncodeResult(it, r))
+	_, got, err := DecodeResult(EncodeResult(it, r))
 	if err != nil || got.ETag != r.ETag || got.LastModified != r.LastModified {
 		t.Fatalf("decoded validators %q, %q (%v); want %q, %q", got.ETag, got.LastModified, err, r.ETag, r.LastModified)
 	}

@@ -1,10 +1,9 @@
-package storage
+package store
 
 import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
-	"fmt"
 )
 
 // Hash identifies a URL: the first 16 bytes of the SHA-256 of its canonical
@@ -54,7 +53,8 @@ const (
 	itemFormat   = 3
 )
 
-var errBadItem = errors.New("malformed frontier item")
+// ErrBadItem is the error of an entry that does not decode as an Item.
+var ErrBadItem = errors.New("malformed frontier item")
 
 // marshal encodes it for the queue or deferred bucket. The Seq is in both
 // keys and the host in the queue's, so they are left out of the value where
@@ -114,10 +114,11 @@ func uvarintLen(x uint64) int {
 	return n
 }
 
-func unmarshalItem(b []byte) (Item, error) {
+// ParseItem decodes an entry written by EncodeQueued or EncodeDeferred.
+func ParseItem(b []byte) (Item, error) {
 	var it Item
 	if len(b) < 1+16 || (b[0] != itemFormat && b[0] != itemFormatV2) {
-		return it, errBadItem
+		return it, ErrBadItem
 	}
 	format := b[0]
 	copy(it.Hash[:], b[1:17])
@@ -126,7 +127,7 @@ func unmarshalItem(b []byte) (Item, error) {
 	for i := range fields {
 		v, n := binary.Uvarint(rest)
 		if n <= 0 {
-			return it, errBadItem
+			return it, ErrBadItem
 		}
 		fields[i], rest = v, rest[n:]
 	}
@@ -135,23 +136,23 @@ func unmarshalItem(b []byte) (Item, error) {
 	var ok bool
 	if format == itemFormat {
 		if len(rest) < 1 || rest[0]&^(itemKindMask|itemHasReferrer|itemHasLastmod) != 0 {
-			return it, errBadItem
+			return it, ErrBadItem
 		}
 		flags := rest[0]
 		it.Kind, rest = ItemKind(flags&itemKindMask), rest[1:]
 		if flags&itemHasReferrer != 0 {
 			if it.Referrer, rest, ok = cutString(rest); !ok {
-				return it, errBadItem
+				return it, ErrBadItem
 			}
 		}
 		if flags&itemHasLastmod != 0 {
 			if it.Lastmod, rest, ok = cutString(rest); !ok {
-				return it, errBadItem
+				return it, ErrBadItem
 			}
 		}
 	}
 	if it.Host, rest, ok = cutString(rest); !ok {
-		return it, errBadItem
+		return it, ErrBadItem
 	}
 	it.URL = string(rest)
 	return it, nil
@@ -166,33 +167,10 @@ func cutString(b []byte) (s string, rest []byte, ok bool) {
 	return string(b[k : k+int(n)]), b[k+int(n):], true
 }
 
-// seqKey orders a host's URLs FIFO within its queue bucket.
-func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 8), seq) }
+// EncodeQueued encodes it as a queue entry: its host and Seq are in the
+// entry's key, not in the value.
+func EncodeQueued(it Item) []byte { return it.marshal(false) }
 
-func deferredKey(dueUnixNano int64, seq uint64) []byte {
-	k := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(dueUnixNano))
-	return binary.BigEndian.AppendUint64(k, seq)
-}
-
-// decodeQueued decodes an entry of host's queue bucket; its Seq is the key.
-func decodeQueued(host string, k, v []byte) (Item, error) {
-	it, err := unmarshalItem(v)
-	if err != nil || len(k) != 8 || it.Host != "" {
-		return it, fmt.Errorf("queue entry %s/%x: %w", host, k, errBadItem)
-	}
-	it.Host = host
-	it.Seq = beUint64(k)
-	return it, nil
-}
-
-// decodeDeferred decodes a deferred entry; its Seq comes from the key.
-func decodeDeferred(k, v []byte) (Item, error) {
-	it, err := unmarshalItem(v)
-	if err != nil || len(k) != 16 || it.Host == "" {
-		return it, fmt.Errorf("deferred entry %x: %w", k, errBadItem)
-	}
-	it.Seq = beUint64(k[8:])
-	return it, nil
-}
-
-func beUint64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
+// EncodeDeferred encodes it for the time-ordered bucket of deferred
+// URLs, whose key holds the Seq but not the host.
+func EncodeDeferred(it Item) []byte { return it.marshal(true) }
