@@ -15,7 +15,7 @@ import (
 )
 
 // Traps is one host serving the traps a crawler meets on the open web,
-// on loopback, for the crawler's hostile-server tests (issue 16). Every
+// on loopback, for the crawler's hostile-server tests. Every
 // path is a pure function of the request, and every request is counted
 // by its target (Requests). The paths:
 //
