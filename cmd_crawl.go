@@ -87,6 +87,7 @@ func crawlUsage(w io.Writer, fs *pflag.FlagSet) {
 			perRun = append(perRun, "--"+f.Name)
 		}
 	}
+	perRun[len(perRun)-1] = "and " + perRun[len(perRun)-1]
 	fmt.Fprintf(w, "\n%s\n%s", wrap(fmt.Sprintf("Settings: every flag but %s is a setting of the crawl: the first run "+
 		"stores it with the crawl (the --db file or the --store); a later run uses the stored value unless it gives "+
 		"the flag again, which changes it from then on. An empty --include, --exclude or --header (\"\") clears the "+
@@ -167,7 +168,6 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // crawlExitCodes ends crawl --help: what a cron job can tell from the code.
 const crawlExitCodes = `
-
 Exit codes:
   0  the frontier is exhausted: nothing left to fetch
   1  an error, named with its cause: e.g. the database or the --warc directory cannot be
