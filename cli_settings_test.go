@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,9 @@ import (
 	"breakwater/crawl"
 	"breakwater/demosite"
 	"breakwater/fetch/fetchtest"
+	"breakwater/redisstore"
+
+	"github.com/spf13/pflag"
 )
 
 // oddPage matches the demo site's odd pages, "/p/1", "/p/3"...
@@ -450,4 +454,139 @@ func TestProgressTextSaysWhatItWaitsFor(t *testing.T) {
 		strings.Contains(got, "waiting on") {
 		t.Errorf("progress %q, want the local fault and nothing else to wait on", got)
 	}
+}
+
+// helpFlags lists the flags crawl --help shows, in order.
+func helpFlags(help string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`(?m)^\s+--([a-z-]+)`).FindAllStringSubmatch(help, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// Every flag of crawl is an entry of the settings table and every entry
+// is a flag; crawl --help shows each under its group's heading, the
+// groups in the table's order.
+func TestCrawlFlagsAreTheTable(t *testing.T) {
+	c := &crawlFlags{vals: crawl.DefaultFlagValues()}
+	fs := newFlagSet("crawl", "crawl", io.Discard)
+	c.addFlags(fs)
+	bound := map[string]bool{}
+	fs.VisitAll(func(f *pflag.Flag) {
+		bound[f.Name] = true
+		if _, ok := crawl.LookupFlag(f.Name); !ok {
+			t.Errorf("crawl's flag --%s is not in the settings table", f.Name)
+		}
+	})
+	for _, f := range crawl.Flags() {
+		if !bound[f.Name] {
+			t.Errorf("the table's --%s is not a flag of crawl", f.Name)
+		}
+	}
+
+	help := mustRun(t, exitOK, "crawl", "--help").stdout
+	shown := helpFlags(help)
+	if len(shown) != len(crawl.Flags()) {
+		t.Errorf("crawl --help shows %d flags, the table has %d:\n%s", len(shown), len(crawl.Flags()), help)
+	}
+	at := 0
+	for _, g := range crawl.Groups() {
+		i := strings.Index(help[at:], "\n"+g.String()+":\n")
+		if i < 0 {
+			t.Fatalf("crawl --help lacks the heading %q after byte %d:\n%s", g, at, help)
+		}
+		at += i + 1
+		section := help[at:]
+		if next := strings.Index(section, "\n\n"); next >= 0 {
+			section = section[:next]
+		}
+		for _, f := range crawl.Flags() {
+			if f.Group == g && flagLine(section, f.Name) == "" {
+				t.Errorf("--%s is not under %q", f.Name, g)
+			}
+		}
+	}
+	sentence := regexp.MustCompile(`(?s)Settings: every flag but (.*?) is a setting`).FindStringSubmatch(help)
+	if sentence == nil {
+		t.Fatalf("crawl --help does not say which flags are not stored:\n%s", help)
+	}
+	notStored := map[string]bool{}
+	for _, m := range regexp.MustCompile(`--([a-z-]+)`).FindAllStringSubmatch(sentence[1], -1) {
+		notStored[m[1]] = true
+	}
+	for _, f := range crawl.Flags() {
+		if notStored[f.Name] == f.Stored {
+			t.Errorf("--%s: stored %v, but crawl --help says otherwise", f.Name, f.Stored)
+		}
+	}
+}
+
+// The table's --log-* help is the other commands' too, and --store's names
+// the store's password variable.
+func TestCrawlHelpAgreesWithTheOtherCommands(t *testing.T) {
+	var l logFlags
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	l.addFlags(fs)
+	for _, name := range []string{"log-format", "log-level"} {
+		f, _ := crawl.LookupFlag(name)
+		if got := fs.Lookup(name); got.Usage != f.Help || got.DefValue != f.Default() {
+			t.Errorf("--%s: the table says %q (default %q), the log flags %q (default %q)", name, f.Help, f.Default(), got.Usage, got.DefValue)
+		}
+	}
+	if f, _ := crawl.LookupFlag("store"); !strings.Contains(f.Help, "$"+redisstore.PasswordEnv) {
+		t.Errorf("--store's help does not name $%s: %s", redisstore.PasswordEnv, f.Help)
+	}
+}
+
+// The issue's cron case: a resume that gives no flags keeps notifying,
+// and status shows the webhook without its path (a token, often).
+func TestResumeKeepsNotifying(t *testing.T) {
+	h := &hook{}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	site := startSite(t, 1, 4)
+	db := tempDB(t)
+	mustRun(t, exitWorkLeft, crawlArgs(db, "--notify", srv.URL+"/hook/t0k3n", "--max-pages", "1", "--workers", "1", site.Roots()[0])...)
+	mustRun(t, exitWorkLeft, "crawl", "--db", db, "--max-pages", "1", "--workers", "1", "--log-level", "warn")
+	if got := h.kinds(); len(got) != 2 || got[1] != "run-ended" {
+		t.Errorf("events %v, want run-ended from both runs", got)
+	}
+	st := mustRun(t, exitOK, "status", "--db", db)
+	if strings.Contains(st.stdout, "t0k3n") || !flagLineHas(st.stdout, "notify", srv.URL) {
+		t.Errorf("status should show the webhook's host, not its path:\n%s", st.stdout)
+	}
+}
+
+// --exclude "" clears the stored exclusions: the resume follows the links
+// the first run would have excluded (the even pages link to odd ones),
+// and status shows the list empty.
+func TestAnEmptyExcludeClearsTheStoredOne(t *testing.T) {
+	site := startSite(t, 1, 6)
+	db := tempDB(t)
+	// One page: the root, whose links to even pages are queued.
+	mustRun(t, exitWorkLeft, crawlArgs(db, "--exclude", oddPage, "--max-pages", "1", "--workers", "1", site.Roots()[0])...)
+	odd := regexp.MustCompile(oddPage)
+	r := mustRun(t, exitOK, "crawl", "--db", db, "--exclude", "", "--log-format", "text", "--log-level", "info")
+	if !strings.Contains(r.stderr, "setting=exclude") {
+		t.Errorf("the change is not logged:\n%s", r.stderr)
+	}
+	fetchedOdd := 0
+	for _, uri := range requested(site.Hosts()[0]) {
+		if odd.MatchString(uri) {
+			fetchedOdd++
+		}
+	}
+	if fetchedOdd == 0 {
+		t.Errorf("no odd page fetched after --exclude \"\": %v", requested(site.Hosts()[0]))
+	}
+	st := mustRun(t, exitOK, "status", "--db", db)
+	if !flagLineHas(st.stdout, "exclude", "-") {
+		t.Errorf("status should show --exclude empty:\n%s", st.stdout)
+	}
+}
+
+// flagLineHas reports whether status's line for the setting flag holds s.
+func flagLineHas(status, flag, s string) bool {
+	return strings.Contains(flagLine(status, flag), s)
 }

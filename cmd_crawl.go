@@ -14,7 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -26,95 +26,108 @@ import (
 	"breakwater/storage"
 )
 
-// crawlFlags binds the crawl command's flags to crawl.Options.
+// crawlFlags binds the crawl command's flags, every one an entry of the
+// settings table (crawl.Flags), to their values.
 type crawlFlags struct {
-	opts        crawl.Options
-	db          string
-	seedsFile   string
-	include     []string
-	exclude     []string
-	failRatio   float64
-	listen      string
-	metricsFile string
-	notify      string
-	progress    string      // --progress: auto, always or never
-	line        *lineWriter // stderr shared with the progress line; nil when it is not shown
-	log         logFlags
+	vals crawl.FlagValues
+	line *lineWriter // stderr shared with the progress line; nil when it is not shown
+	log  logFlags
 	// given says whether a flag was on the command line: only those change
 	// the crawl's stored settings.
 	given func(flag string) bool
 	// cleanup removes what reading the seeds made (standard input's copy).
 	cleanup func()
-	store   string // --store: a fleet's Redis store instead of --db
 }
 
 func (c *crawlFlags) addFlags(fs *pflag.FlagSet) {
-	o := &c.opts
-	fs.StringVar(&c.db, "db", "breakwater.db", "database file (created if missing; resumed if it exists)")
-	fs.StringVar(&c.store, "store", "", "crawl on a fleet's shared store instead of --db: redis://[:PASSWORD@]HOST:PORT[/DB] or rediss:// (password also from $"+redisstore.PasswordEnv+"; ?addr=HOST:PORT for more Redis Cluster nodes); every process given the same store is one crawl")
-	fs.StringVar(&o.Fleet.ID, "fleet-id", "", "with --store: this process's name in the fleet (default HOSTNAME-PID); unique per process")
-	fs.DurationVar(&o.Fleet.Lease, "fleet-lease", 10*time.Second, "with --store: how long a process holds a host unrenewed; a process that dies gives its hosts back within this")
-	fs.StringVar(&c.seedsFile, "seeds", "", "file of seed URLs, one a line (# comments and blank lines allowed; - reads standard input)")
-	fs.IntVar(&o.Workers, "workers", o.Workers, "concurrent fetches in all")
-	fs.IntVar(&o.HostConcurrency, "host-concurrency", o.HostConcurrency, "in-flight requests per host")
-	fs.DurationVar(&o.Delay, "delay", o.Delay, "minimum gap between request starts to one host (robots.txt Crawl-delay wins when larger)")
-	fs.StringVar(&o.Scope, "scope", o.Scope, "links to follow: seeds (the seeds' hosts), domain (their registrable domains) or any")
-	fs.IntVar(&o.MaxDepth, "max-depth", o.MaxDepth, "link hops from a seed to follow (-1: unlimited, 0: seeds only)")
-	fs.IntVar(&o.MaxPages, "max-pages", o.MaxPages, "stop after attempting this many pages this run (0: unlimited)")
-	fs.IntVar(&o.MaxPagesPerHost, "max-pages-per-host", o.MaxPagesPerHost, "fetch at most this many pages of any one host over the whole crawl; the rest are recorded as failed, class host-page-cap (0: unlimited)")
-	fs.StringArrayVar(&c.include, "include", nil, "follow only URLs matching this regexp (repeatable)")
-	fs.StringArrayVar(&c.exclude, "exclude", nil, "never follow URLs matching this regexp (repeatable)")
-	fs.StringVar(&o.UserAgent, "user-agent", o.UserAgent, "User-Agent header; the word before the first / is the robots.txt product token")
-	fs.StringArrayVar(&o.Header, "header", nil, `extra request header "Name: value" (repeatable; Host and framing headers are refused)`)
-	fs.StringVar(&o.Cookies, "cookies", "", "Netscape cookies.txt file (as curl and wget write) to send; cookies servers set are kept for the run")
-	fs.StringVar(&o.HeaderHosts, "header-hosts", o.HeaderHosts, "which hosts get the credentials you give (secret --header values such as Authorization, Cookie or tokens, and --cookies): seeds (the seeds' hosts only) or all (every host the crawl reaches)")
-	fs.StringVar(&o.Proxy, "proxy", "", "send requests through this proxy: http://, https://, socks5:// or socks5h:// URL (socks5h needs --allow-private), or env for HTTPS_PROXY/HTTP_PROXY/NO_PROXY")
-	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "whole request timeout, body included")
-	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", o.ConnectTimeout, "TCP connect timeout")
-	fs.Int64Var(&o.MaxBody, "max-body", o.MaxBody, "bytes of body kept per response (after decompression); longer bodies are truncated")
-	fs.BoolVar(&o.AllowPrivate, "allow-private", o.AllowPrivate, "allow loopback, private and link-local addresses (local sites, tests)")
-	fs.DurationVar(&o.MaxDuration, "max-duration", o.MaxDuration, "stop cleanly after this long (0: no limit); exit code 3 if work is left")
-	fs.BoolVar(&o.RetryFailed, "retry-failed", o.RetryFailed, "put URLs recorded as failed back in the queue first")
-	fs.DurationVar(&o.RecrawlAfter, "recrawl-after", o.RecrawlAfter, "fetch again, conditionally and after new URLs, pages fetched longer ago than this (0: never; at least 1s); with --warc a page not yet archived in full is fetched unconditionally")
-	fs.StringVar(&o.WARC.Dir, "warc", "", "write every fetch, as it crossed the wire, to WARC/1.1 files in this directory (created if missing)")
-	fs.Int64Var(&o.WARC.Size, "warc-size", o.WARC.Size, "bytes after which a WARC file is finished and the next begun")
-	fs.StringVar(&o.WARC.Prefix, "warc-prefix", o.WARC.Prefix, "WARC file names: PREFIX-TIMESTAMP-SERIAL-HOSTNAME.warc.gz")
-	fs.Int64Var(&o.WARC.MaxRecord, "warc-max-record", o.WARC.MaxRecord, "wire bytes kept of one response; a longer one is cut and marked WARC-Truncated")
-	fs.BoolVar(&o.WARC.Dedupe, "warc-dedupe", o.WARC.Dedupe, "write a payload archived before in this crawl as a revisit record of its first capture")
-	fs.StringVar(&o.WARC.Secrets, "warc-secrets", o.WARC.Secrets, "secret request header values (Authorization, Cookie, tokens) in WARC request records: mask (replaced by a marker) or keep (as sent, for a private archive); a proxy's credentials are never kept")
-	fs.BoolVar(&o.Sitemaps, "sitemaps", o.Sitemaps, "queue the URLs of the sitemaps robots.txt names (else /sitemap.xml) of hosts in scope; --sitemaps=false for none")
-	fs.BoolVar(&o.BreakerEnabled, "breaker", o.BreakerEnabled, "per-host circuit breakers (--breaker=false for comparison runs)")
-	fs.IntVar(&o.Breaker.Threshold, "breaker-threshold", o.Breaker.Threshold, "consecutive failures that open a host's circuit")
-	fs.DurationVar(&o.Breaker.Rest, "breaker-rest", o.Breaker.Rest, "how long an open circuit rests before a probe")
-	fs.DurationVar(&o.Breaker.RestMax, "breaker-rest-max", o.Breaker.RestMax, "cap for the rest, doubled by each failed probe (default: --breaker-rest, i.e. no escalation)")
-	fs.IntVar(&o.Breaker.Probes, "breaker-probes", o.Breaker.Probes, "consecutive probe successes, one at a time, that close a circuit")
-	fs.DurationVar(&o.GiveUpAfter, "give-up-after", o.GiveUpAfter, "record a host's queued URLs as failed (host-down) once it has been open this long")
-	fs.IntVar(&o.LocalFault.Hosts, "local-fault-hosts", o.LocalFault.Hosts, "pause all fetching when at least this many hosts that were answering fail at once (our network, not theirs, is likely at fault); 0 turns the guard off")
-	fs.Float64Var(&o.LocalFault.Share, "local-fault-share", o.LocalFault.Share, "... and they are at least this share of the hosts active in --local-fault-window")
-	fs.DurationVar(&o.LocalFault.Window, "local-fault-window", o.LocalFault.Window, "how close together the local-fault guard's failures must be")
-	fs.IntVar(&o.Retries, "retries", o.Retries, "further attempts after a transient failure")
-	fs.DurationVar(&o.RetryBase, "retry-base", o.RetryBase, "first retry backoff (exponential, full jitter)")
-	fs.DurationVar(&o.RetryMax, "retry-max", o.RetryMax, "longest retry backoff and longest Retry-After honoured")
-	fs.Float64Var(&o.RetryBudget, "retry-budget", o.RetryBudget, "retries per host as a fraction of its first attempts over a minute (plus a few a minute)")
-	fs.Float64Var(&c.failRatio, "fail-ratio", 0, "exit 4 when more than this share of the URLs this run finished failed (0: off)")
-	fs.StringVar(&c.metricsFile, "metrics-file", "", "write the metrics in node_exporter textfile format to this file every 15s and when the run ends (atomic rename; a new file is 0600, an existing one keeps its mode)")
-	fs.StringVar(&c.progress, "progress", "auto", "a live progress line on stderr: auto (on a terminal), always or never; off it, a progress log line every 30s")
-	fs.StringVar(&c.notify, "notify", "", "POST a JSON event to this URL when a host refuses us by name, a host is given up on, the local-fault guard pauses or resumes the crawl, or a run ends with a non-zero exit code")
-	fs.StringVar(&c.listen, "listen", "", "serve the status page, Prometheus /metrics and /healthz on this address while the crawl runs, e.g. 127.0.0.1:9150; a port alone (:9150) is loopback, and any other host (0.0.0.0:9150) must be named and is warned about (off by default)")
-	c.log.addFlags(fs)
+	for _, f := range crawl.Flags() {
+		bindFlag(fs, f, &c.vals)
+	}
+}
+
+// bindFlag binds the table's flag f to its field in v, its default the
+// field's value now.
+func bindFlag(fs *pflag.FlagSet, f crawl.Flag, v *crawl.FlagValues) {
+	switch p := f.Bind(v).(type) {
+	case *string:
+		fs.StringVar(p, f.Name, *p, f.Help)
+	case *int:
+		fs.IntVar(p, f.Name, *p, f.Help)
+	case *int64:
+		fs.Int64Var(p, f.Name, *p, f.Help)
+	case *float64:
+		fs.Float64Var(p, f.Name, *p, f.Help)
+	case *bool:
+		fs.BoolVar(p, f.Name, *p, f.Help)
+	case *time.Duration:
+		fs.DurationVar(p, f.Name, *p, f.Help)
+	case pflag.Value:
+		fs.Var(p, f.Name, f.Help)
+	default:
+		panic(fmt.Sprintf("--%s: no flag kind for %T", f.Name, p))
+	}
+}
+
+// crawlUsage writes crawl --help: the flags under a heading per topic, as
+// the settings table groups them, then which are stored and the exit codes.
+func crawlUsage(w io.Writer, fs *pflag.FlagSet) {
+	fmt.Fprintf(w, "Usage: breakwater crawl [flags] [SEED_URL...]\n")
+	for _, g := range crawl.Groups() {
+		group := pflag.NewFlagSet(g.String(), pflag.ContinueOnError)
+		group.SortFlags = false
+		for _, f := range crawl.Flags() {
+			if f.Group == g {
+				group.AddFlag(fs.Lookup(f.Name))
+			}
+		}
+		fmt.Fprintf(w, "\n%s:\n%s", g, group.FlagUsages())
+	}
+	var perRun []string
+	for _, f := range crawl.Flags() {
+		if !f.Stored {
+			perRun = append(perRun, "--"+f.Name)
+		}
+	}
+	perRun[len(perRun)-1] = "and " + perRun[len(perRun)-1]
+	fmt.Fprintf(w, "\n%s\n%s", wrap(fmt.Sprintf("Settings: every flag but %s is a setting of the crawl: the first run "+
+		"stores it with the crawl (the --db file or the --store); a later run uses the stored value unless it gives "+
+		"the flag again, which changes it from then on. An empty --include, --exclude or --header (\"\") clears the "+
+		"stored list. docs/flags.md lists every flag and why it is stored or not.",
+		strings.Join(perRun, ", ")), 90), crawlExitCodes)
+}
+
+// wrap breaks text into lines of at most width bytes, at spaces.
+func wrap(text string, width int) string {
+	var b strings.Builder
+	n := 0
+	for i, word := range strings.Fields(text) {
+		switch {
+		case i == 0:
+		case n+1+len(word) > width:
+			b.WriteByte('\n')
+			n = 0
+		default:
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(word)
+		n += len(word)
+	}
+	return b.String()
 }
 
 func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := &crawlFlags{opts: crawl.DefaultOptions(), cleanup: func() {}}
+	c := &crawlFlags{vals: crawl.DefaultFlagValues(), cleanup: func() {}}
 	fs := newFlagSet("crawl", "crawl [flags] [SEED_URL...]", stdout)
 	c.addFlags(fs)
-	usage := fs.Usage
-	fs.Usage = func() { usage(); fmt.Fprint(stdout, crawlExitCodes) }
+	fs.Usage = func() { crawlUsage(stdout, fs) }
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	c.given = fs.Changed
-	showLine, err := progressShown(c.progress, stderr)
+	cmd := &c.vals.Command
+	c.log = logFlags{format: cmd.LogFormat, level: cmd.LogLevel}
+	showLine, err := progressShown(cmd.Progress, stderr)
 	if err != nil {
 		return err
 	}
@@ -122,25 +135,24 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if showLine {
 		c.line = &lineWriter{w: stderr}
 		logTo = c.line
-		c.opts.ProgressEvery = -1 // the line shows it
+		c.vals.Options.ProgressEvery = -1 // the line shows it
 	}
 	logger, err := c.log.loggerTo(logTo, stderr)
 	if err != nil {
 		return err
 	}
-	c.opts.Logger = logger
+	c.vals.Options.Logger = logger
 	defer func() { c.cleanup() }()
 	if err = c.toOptions(fs.Args()); err == nil {
-		policy := runPolicy{failRatio: c.failRatio, listen: c.listen, metricsFile: c.metricsFile, notify: c.notify, line: c.line}
 		switch {
-		case c.store != "" && c.given("db"):
+		case cmd.Store != "" && c.given("db"):
 			err = usagef("give --db (a file) or --store (a fleet's Redis), not both")
-		case c.store != "":
+		case cmd.Store != "":
 			// Whatever it holds: a --store that is no store URL is refused
 			// by the store, not taken for a file to crawl into alone.
-			err = crawlFleet(ctx, c.store, c.opts, c.given, policy, stdout)
+			err = crawlFleet(ctx, cmd.Store, c.vals, c.given, c.line, stdout)
 		default:
-			err = crawlInto(ctx, c.db, c.opts, c.given, policy, stdout)
+			err = crawlInto(ctx, cmd.DB, c.vals, c.given, c.line, stdout)
 		}
 	}
 	if err != nil && c.log.isJSON(stderr) {
@@ -157,10 +169,6 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // crawlExitCodes ends crawl --help: what a cron job can tell from the code.
 const crawlExitCodes = `
-Settings (everything above but --db, --seeds, --workers, --max-duration, --max-pages,
---retry-failed, --fail-ratio and the log flags) are stored in the file by the first run;
-a later run uses them unless it gives the flag again, which changes them from then on.
-
 Exit codes:
   0  the frontier is exhausted: nothing left to fetch
   1  an error, named with its cause: e.g. the database or the --warc directory cannot be
@@ -171,50 +179,45 @@ Exit codes:
   4  finished but failed: every seed failed or was blocked by robots.txt, nothing fetched, or above --fail-ratio
 `
 
-// toOptions turns the raw flag values into options and validates them.
+// toOptions checks the flag values and completes the options from them:
+// the seed arguments, and paths made absolute, so that a resume from
+// another directory finds what the first run named.
 func (c *crawlFlags) toOptions(args []string) error {
-	var err error
-	if c.db == "" {
+	o, cmd := &c.vals.Options, &c.vals.Command
+	if cmd.DB == "" {
 		return usagef("--db: the database file's path is empty")
 	}
-	if c.failRatio < 0 || c.failRatio > 1 {
-		return usagef("--fail-ratio must be between 0 and 1, got %g", c.failRatio)
-	}
-	if c.opts.Include, err = compileAll("--include", c.include); err != nil {
-		return err
-	}
-	if c.opts.Exclude, err = compileAll("--exclude", c.exclude); err != nil {
-		return err
+	if cmd.FailRatio < 0 || cmd.FailRatio > 1 {
+		return usagef("--fail-ratio must be between 0 and 1, got %g", cmd.FailRatio)
 	}
 	for _, arg := range args {
 		if _, _, err := crawl.NormalizeSeed(arg); err != nil {
 			return usagef("seed argument %q: %v", arg, err)
 		}
 	}
-	c.opts.Seeds = append(c.opts.Seeds, args...)
-	if c.opts.Cookies != "" {
-		// Read now, so a bad line is a usage error before anything is made;
-		// stored absolute, so a resume from another directory finds it.
-		if _, err := fetch.LoadCookiesFile(c.opts.Cookies); err != nil {
+	o.Seeds = append(o.Seeds, args...)
+	if o.Cookies != "" {
+		// Read now, so a bad line is a usage error before anything is made.
+		if _, err := fetch.LoadCookiesFile(o.Cookies); err != nil {
 			return usagef("--cookies: %v", err)
 		}
-		if abs, err := filepath.Abs(c.opts.Cookies); err == nil {
-			c.opts.Cookies = abs
+	}
+	for _, path := range []*string{&o.Cookies, &o.WARC.Dir, &cmd.MetricsFile} {
+		if *path == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(*path); err == nil {
+			*path = abs
 		}
 	}
-	if c.opts.WARC.Dir != "" {
-		if abs, err := filepath.Abs(c.opts.WARC.Dir); err == nil { // a resume from elsewhere writes to the same place
-			c.opts.WARC.Dir = abs
-		}
-	}
-	if c.seedsFile != "" {
-		path, cleanup, err := readSeedsFlag(c.seedsFile, c.db, c.opts.Logger)
+	if cmd.Seeds != "" {
+		path, cleanup, err := readSeedsFlag(cmd.Seeds, cmd.DB, o.Logger)
 		if err != nil {
 			return err
 		}
-		c.opts.SeedsFile, c.cleanup = path, cleanup
+		o.SeedsFile, c.cleanup = path, cleanup
 	}
-	if err := c.opts.Validate(); err != nil {
+	if err := o.Validate(); err != nil {
 		return usageError{err}
 	}
 	return nil
@@ -248,20 +251,9 @@ func listenStatus(addr string, log *slog.Logger) (net.Listener, error) {
 	return ln, nil
 }
 
-func compileAll(flag string, exprs []string) ([]*regexp.Regexp, error) {
-	var out []*regexp.Regexp
-	for _, x := range exprs {
-		re, err := regexp.Compile(x)
-		if err != nil {
-			return nil, usagef("%s %q: %v", flag, x, err)
-		}
-		out = append(out, re)
-	}
-	return out, nil
-}
-
-// runPolicy is what one run of the crawl command adds to the crawl: how its
-// end is judged, and how it is watched (metrics, notifications, progress).
+// runPolicy is what the crawl command adds to the crawl: how a run's end is
+// judged, and how it is watched (metrics, notifications, progress). It is
+// made from the flag values in force, stored and given.
 type runPolicy struct {
 	failRatio float64 // exit 4 above this share of failed URLs; 0 off
 	listen    string  // --listen: serve /metrics and /healthz there; "" off
@@ -281,11 +273,13 @@ const metricsEvery = 15 * time.Second
 
 // crawlInto runs one crawl over the database at dbPath and reports how it
 // ended. given says which flags were on the command line: those change the
-// crawl's stored settings, and the file's settings fill in the rest.
-func crawlInto(ctx context.Context, dbPath string, opts crawl.Options, given func(string) bool, policy runPolicy, stdout io.Writer) (err error) {
+// crawl's stored settings, and the file's settings fill in the rest. line,
+// if set, is where the progress line is drawn.
+func crawlInto(ctx context.Context, dbPath string, vals crawl.FlagValues, given func(string) bool, line *lineWriter, stdout io.Writer) (err error) {
 	if redisstore.IsURL(dbPath) {
-		return crawlFleet(ctx, dbPath, opts, given, policy, stdout)
+		return crawlFleet(ctx, dbPath, vals, given, line, stdout)
 	}
+	opts := vals.Options
 	fresh := !fileExists(dbPath)
 	db, err := storage.Open(dbPath, nil)
 	if err != nil {
@@ -302,16 +296,18 @@ func crawlInto(ctx context.Context, dbPath string, opts crawl.Options, given fun
 		return usagef("no seed URLs: give them as arguments or with --seeds (or resume an existing --db)")
 	}
 	removeStaleSeedCopies(dbPath, opts.SeedsFile)
-	return runEngine(ctx, db, dbPath, opts, given, policy, stdout, &started)
+	return runEngine(ctx, db, dbPath, vals, given, line, stdout, &started)
 }
 
 // runEngine runs the crawl on an opened store; started is set once the
 // engine exists (the run was not refused).
-func runEngine(ctx context.Context, db crawl.Store, dbPath string, opts crawl.Options, given func(string) bool, policy runPolicy, stdout io.Writer, started *bool) (err error) {
-	opts, changes, err := crawl.ResolveSettings(db, opts, given)
+func runEngine(ctx context.Context, db crawl.Store, dbPath string, vals crawl.FlagValues, given func(string) bool, line *lineWriter, stdout io.Writer, started *bool) (err error) {
+	changes, err := crawl.ResolveFlags(db, &vals, given)
 	if err != nil {
 		return usageError{err}
 	}
+	opts, cmd := vals.Options, vals.Command
+	policy := runPolicy{failRatio: cmd.FailRatio, listen: cmd.Listen, metricsFile: cmd.MetricsFile, notify: cmd.Notify, line: line}
 	if policy.metricsFile != "" {
 		if info, err := os.Stat(filepath.Dir(policy.metricsFile)); err != nil || !info.IsDir() {
 			return usagef("--metrics-file %s: its directory does not exist", policy.metricsFile)
@@ -595,7 +591,8 @@ func writeMetricsEvery(path string, m *metrics.Crawl, every time.Duration, log *
 // store at storeURL. The store is checked (reachable, the password, the
 // server's version, this crawl's schema or empty) before anything is
 // written to it.
-func crawlFleet(ctx context.Context, storeURL string, opts crawl.Options, given func(string) bool, policy runPolicy, stdout io.Writer) error {
+func crawlFleet(ctx context.Context, storeURL string, vals crawl.FlagValues, given func(string) bool, line *lineWriter, stdout io.Writer) error {
+	opts := vals.Options
 	if err := opts.ValidateFleet(); err != nil {
 		return usageError{err}
 	}
@@ -608,7 +605,7 @@ func crawlFleet(ctx context.Context, storeURL string, opts crawl.Options, given 
 		return usagef("no seed URLs: the store %s holds no crawl yet; give them as arguments or with --seeds", st.Path())
 	}
 	started := false
-	err = runEngine(ctx, st, storeURL, opts, given, policy, stdout, &started)
+	err = runEngine(ctx, st, storeURL, vals, given, line, stdout, &started)
 	opts.Logger.Info("fleet store commands", "store", st.Path(), "commands", st.Commands())
 	return err
 }

@@ -57,7 +57,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	opts := demoOptions(site)
 	opts.Logger = logger
 	// The status page, on a free loopback port, shows the breakers open and close.
-	err = crawlInto(ctx, *dbPath, opts, func(string) bool { return true }, runPolicy{listen: "127.0.0.1:0"}, stdout)
+	vals := crawl.FlagValues{Options: opts, Command: crawl.CommandOptions{Listen: "127.0.0.1:0"}}
+	err = crawlInto(ctx, *dbPath, vals, func(string) bool { return true }, nil, stdout)
 	if err != nil && err != errWorkLeft {
 		return err
 	}

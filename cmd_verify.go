@@ -225,10 +225,9 @@ func readArchive(db *storage.DB, dir string, opts *storage.VerifyOptions) ([]str
 		problems = append(problems, fmt.Sprintf("archive: %s holds no WARC files", dir))
 	}
 	if settings, err := db.Settings(); err == nil {
-		var s crawl.Settings
 		// Each refresh archives its answer again: a refreshed page is in
 		// several records.
-		if json.Unmarshal(settings, &s) == nil && s.RecrawlAfter != 0 {
+		if v, err := crawl.StoredFlagValues(settings); err == nil && v.Options.RecrawlAfter != 0 {
 			opts.ArchiveRepeats = true
 		}
 	} else if !errors.Is(err, store.ErrNotFound) {

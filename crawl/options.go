@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -85,7 +86,7 @@ type Options struct {
 	// HeaderHosts says which hosts get the credentials the user gave: the
 	// secret headers of Header (fetch.IsSecretHeader) and the cookies of
 	// Cookies. HeaderHostsSeeds (the default; "" means it too) sends them to the seeds'
-	// hosts only (Settings.SeedHosts), and the file's cookies there only
+	// hosts only (the stored seed hosts), and the file's cookies there only
 	// where the file names the host; HeaderHostsAll to every host a page
 	// is fetched from. A robots.txt redirect to another host never carries
 	// them, nor does a local-fault probe. Cookies servers set go where
@@ -140,11 +141,12 @@ type Options struct {
 	// Dir means none.
 	WARC WARCOptions
 	// LocalFault tunes the guard that pauses the crawl when many hosts
-	// fail at once (see localfault.go). It is not stored with the crawl:
-	// it is about the machine the crawl runs on, like --workers.
+	// fail at once (see localfault.go). It is stored with the crawl, as
+	// the breaker's settings are: it is tuned to how the crawl's hosts
+	// and network fail.
 	LocalFault LocalFaultOptions
 	// Fleet tunes a crawl on a fleet's store (--store redis://...); it is
-	// ignored on a file.
+	// ignored on a file. It is not stored: it is about one process.
 	Fleet FleetOptions
 
 	// Retries is the number of further attempts after a transient
@@ -177,9 +179,10 @@ type Options struct {
 	Rand   func() float64
 	Logger *slog.Logger
 
-	// settings, set by ResolveSettings, are the crawl's settings New stores
-	// with the seeds' hosts; nil leaves the stored ones as they are.
-	settings *Settings
+	// settings, set by ResolveFlags, are the crawl's settings New stores
+	// with the seeds' hosts, by flag name; nil leaves the stored ones as
+	// they are.
+	settings map[string]json.RawMessage
 
 	// sitemapLimits bound each sitemap file; zero fields take the
 	// sitemaps.org limits (sitemap.DefaultMaxURLs, DefaultMaxBytes). Tests
@@ -228,6 +231,7 @@ func DefaultOptions() Options {
 		Sitemaps:    true,
 		LocalFault:  LocalFaultOptions{Hosts: 5, Share: 0.5, Window: time.Minute},
 		HeaderHosts: HeaderHostsSeeds,
+		Fleet:       FleetOptions{Lease: 10 * time.Second},
 		WARC: WARCOptions{Size: warc.DefaultMaxFileSize, Prefix: warc.DefaultPrefix,
 			MaxRecord: fetch.DefaultRecordMax, Dedupe: true, Secrets: WARCSecretsMask},
 	}

@@ -6,7 +6,7 @@ import (
 	"testing/synctest"
 )
 
-// The user's credentials go to the seeds' hosts only (Settings.SeedHosts,
+// The user's credentials go to the seeds' hosts only (the stored seed_hosts,
 // host keys): the seed's own pages and robots.txt carry them, a link that
 // names its host another way (SEED.test:80) too; a linked page of another
 // host, the same name on another port (another host key),

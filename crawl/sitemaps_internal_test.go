@@ -61,10 +61,13 @@ func TestSitemapItems(t *testing.T) {
 // stored value, the flag given again changes it, and a file stored before
 // the setting existed takes the default, on.
 func TestSitemapsSetting(t *testing.T) {
-	off := SettingsOf(DefaultOptions())
-	off.Sitemaps = false
-	stored, _ := json.Marshal(&off)
-	on := SettingsOf(DefaultOptions())
+	off := DefaultFlagValues()
+	off.Options.Sitemaps = false
+	merged, _, err := mergeSettings(nil, &off, func(string) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := json.Marshal(merged)
 	tests := []struct {
 		name   string
 		stored []byte
@@ -77,12 +80,13 @@ func TestSitemapsSetting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, err := mergeSettings(tt.stored, on, func(f string) bool { return tt.given && f == "sitemaps" })
+			on := DefaultFlagValues()
+			_, _, err := mergeSettings(tt.stored, &on, func(f string) bool { return tt.given && f == "sitemaps" })
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Sitemaps != tt.want {
-				t.Errorf("sitemaps = %v, want %v", got.Sitemaps, tt.want)
+			if on.Options.Sitemaps != tt.want {
+				t.Errorf("sitemaps = %v, want %v", on.Options.Sitemaps, tt.want)
 			}
 		})
 	}
