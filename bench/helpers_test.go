@@ -166,7 +166,7 @@ func TestDeadRowsVerdicts(t *testing.T) {
 	}
 }
 
-// A quick run's sizes are a fraction of the issue's: its verdicts are
+// A quick run's sizes are a fraction of the full run's: its verdicts are
 // bracketed so that none reads as the real one, and the header says why.
 func TestQuickVerdictsOnlyHint(t *testing.T) {
 	d := &DeadResult{ConnLimit: 14,

@@ -50,7 +50,7 @@ type SoakConfig struct {
 	Settle time.Duration `json:"settle_ns"`
 }
 
-// DefaultSoakConfig is the issue's soak: 100,000 pages on 1,000 hosts.
+// DefaultSoakConfig is the full soak: 100,000 pages on 1,000 hosts.
 func DefaultSoakConfig() SoakConfig {
 	return SoakConfig{Site: Size{1000, 100}, UnhealthyPages: 100, DeadURLs: 500,
 		Timeout: 2 * time.Second, Breaker: breaker.Config{Threshold: 8, Rest: 5 * time.Second, Probes: 2},
