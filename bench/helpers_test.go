@@ -251,7 +251,7 @@ func TestMedianRate(t *testing.T) {
 		t.Errorf("medianRate(4s; 8) = %v, %v, %v, %v; want 4s, 2, 2, 2", median, rate, lowest, highest)
 	}
 	f := num("enqueue", URLsPerSec, 271800, "").over([]float64{195300, 271800, 290000})
-	if got, want := f.value(), "271,800 URLs/s (median of 3: 195,300 URLs/s-290,000 URLs/s)"; got != want {
+	if got, want := f.value(), "271,800 URLs/s (median of 3: 195,300-290,000)"; got != want {
 		t.Errorf("value over passes = %q, want %q", got, want)
 	}
 	if got := num("enqueue", URLsPerSec, 1, "").over([]float64{1}).value(); got != "1 URLs/s" {

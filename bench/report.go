@@ -166,7 +166,11 @@ func (f Figure) value() string {
 		for _, v := range f.Runs {
 			lo, hi = min(lo, v), max(hi, v)
 		}
-		s += fmt.Sprintf(" (median of %d: %s-%s)", len(f.Runs), format(f.Unit, lo), format(f.Unit, hi))
+		bound := func(v float64) string { return format(f.Unit, v) }
+		if f.Unit == PagesPerSec || f.Unit == URLsPerSec {
+			bound = thousands // the unit is read once, after the median
+		}
+		s += fmt.Sprintf(" (median of %d: %s-%s)", len(f.Runs), bound(lo), bound(hi))
 	}
 	if f.Text != "" {
 		s += " (" + f.Text + ")"
