@@ -53,10 +53,10 @@ func (b *benchFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (every section but memory and soak) to this file")
 	fs.DurationVar(&b.offCap, "breaker-off-cap", 0, "stop the breaker-off dead-host run after this long (default 40m, which runs it to the end in about 17m; --quick 10s)")
 	fs.BoolVar(&b.noWARC, "no-warc", false, "skip the crawl section's second crawl, with --warc")
-	fs.BoolVar(&b.hostsFull, "hosts-full", false, "run the hosts section at issue 16's sizes (100,000 hosts with queued URLs, 50,000 failing hosts: several minutes)")
+	fs.BoolVar(&b.hostsFull, "hosts-full", false, "run the hosts section at its full sizes (100,000 hosts with queued URLs, 50,000 failing hosts: several minutes)")
 	fs.StringVar(&b.heapDir, "child-heapprofiles", "", "directory where each memory or hosts child writes a heap profile taken near its peak (NAME.heap)")
 	fs.StringVar(&b.tmpDir, "tmpdir", "", "directory for the run's temporary databases (default: the system's)")
-	fs.BoolVar(&b.asJSON, "json", false, "print the report as JSON instead of a table")
+	fs.BoolVar(&b.asJSON, "json", false, "print the report as JSON instead of a table: the measurements and every section's figures")
 	b.log.addFlags(fs)
 	// The crawls' own logs would drown the table: warnings only, unless asked.
 	b.log.level = "warn"
@@ -86,7 +86,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if report != nil {
 		report.Quick = b.quick
 		if b.asJSON {
-			err = errors.Join(err, writeJSON(stdout, report))
+			err = errors.Join(err, report.WriteJSON(stdout))
 		} else {
 			err = errors.Join(err, report.WriteTable(stdout))
 		}

@@ -24,18 +24,22 @@ type Machine struct {
 
 // Report is everything one Run measured; a section that did not run is nil.
 type Report struct {
-	Machine  Machine         `json:"machine"`
-	Quick    bool            `json:"quick"`
-	Took     time.Duration   `json:"took_ns"`
-	Ceiling  *CeilingResult  `json:"ceiling,omitempty"`
-	Crawl    *CrawlResult    `json:"crawl,omitempty"`
-	Recrawl  *RecrawlResult  `json:"recrawl,omitempty"`
-	Dead     *DeadResult     `json:"dead,omitempty"`
-	Frontier *FrontierResult `json:"frontier,omitempty"`
-	Memory   *MemoryResult   `json:"memory,omitempty"`
-	Hosts    *HostsResult    `json:"hosts,omitempty"`
-	Fleet    *FleetResult    `json:"fleet,omitempty"`
-	Soak     *SoakResult     `json:"soak,omitempty"`
+	Machine Machine       `json:"machine"`
+	Quick   bool          `json:"quick"`
+	Took    time.Duration `json:"took_ns"`
+	// Workers and HostConcurrency are the crawls' and the ceiling's,
+	// every section but memory's large pages and hosts' failing crawl.
+	Workers         int             `json:"workers"`
+	HostConcurrency int             `json:"host_concurrency"`
+	Ceiling         *CeilingResult  `json:"ceiling,omitempty"`
+	Crawl           *CrawlResult    `json:"crawl,omitempty"`
+	Recrawl         *RecrawlResult  `json:"recrawl,omitempty"`
+	Dead            *DeadResult     `json:"dead,omitempty"`
+	Frontier        *FrontierResult `json:"frontier,omitempty"`
+	Memory          *MemoryResult   `json:"memory,omitempty"`
+	Hosts           *HostsResult    `json:"hosts,omitempty"`
+	Fleet           *FleetResult    `json:"fleet,omitempty"`
+	Soak            *SoakResult     `json:"soak,omitempty"`
 }
 
 // runner carries one Run's state: its config, its temporary directory and
@@ -58,7 +62,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("bench temp dir: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	r := &runner{cfg: &cfg, dir: dir, report: &Report{Machine: machine(cfg.now())}}
+	r := &runner{cfg: &cfg, dir: dir, report: &Report{Machine: machine(cfg.now()),
+		Workers: cfg.Workers, HostConcurrency: cfg.HostConcurrency}}
 	start := cfg.now()
 	err = r.sections(ctx)
 	r.report.Took = cfg.since(start)

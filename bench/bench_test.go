@@ -81,10 +81,10 @@ func TestRunTinyEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, want := range []string{"CPUs, GOMAXPROCS", "SECTION", "ratio to ceiling", "nothing changed: time, first crawl / this",
-			"changed pages fetched again", "Recrawl: ", "breaker on: time ratio",
-			"lease+complete", "RSS growth from 25% to 100%", "Worker-seconds are",
+			"changed pages fetched again", "\nrecrawl: the crawl section's site", "breaker on: time ratio",
+			"lease+complete", "RSS growth from 25% to 100%", "worker-seconds on dead host: every attempt",
 			"with --warc: ratio to the crawl without --warc", "with --warc: WARC bytes per page", "GNU wget 1.21",
-			"crawl of 50 hosts with queued URLs", "crawl of 10 failing hosts"} {
+			"many hosts: peak RSS", "failing hosts: URLs failed", "settings: many hosts 50 hosts x 2 pages"} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("table lacks %q:\n%s", want, out.String())
 			}

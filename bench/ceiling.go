@@ -23,6 +23,7 @@ type CeilingResult struct {
 	Passes      int           `json:"passes"`
 	MinPerSec   float64       `json:"min_per_sec"`
 	MaxPerSec   float64       `json:"max_per_sec"`
+	PassRates   []float64     `json:"pass_rates"` // each pass's pages/s, in run order
 }
 
 // ceilingPasses is how many times the URL set is fetched; the median pass
@@ -32,16 +33,19 @@ const ceilingPasses = 3
 // ceiling fetches the URL set ceilingPasses times and keeps the median pass.
 func ceiling(ctx context.Context, cfg *Config, urls []string) (*CeilingResult, error) {
 	var passes []*CeilingResult
+	var rates []float64
 	for range ceilingPasses {
 		p, err := fetchAll(ctx, cfg, urls)
 		if err != nil {
 			return nil, err
 		}
 		passes = append(passes, p)
+		rates = append(rates, p.PagesPerSec)
 	}
 	slices.SortFunc(passes, func(a, b *CeilingResult) int { return cmp.Compare(a.PagesPerSec, b.PagesPerSec) })
 	res := passes[len(passes)/2]
 	res.Passes, res.MinPerSec, res.MaxPerSec = len(passes), passes[0].PagesPerSec, passes[len(passes)-1].PagesPerSec
+	res.PassRates = rates
 	for _, p := range passes {
 		if p != res {
 			res.Errors += p.Errors

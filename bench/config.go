@@ -76,7 +76,7 @@ func (s Size) URLs() int { return s.Hosts * s.Pages }
 func (s Size) String() string { return fmt.Sprintf("%d hosts x %d pages", s.Hosts, s.Pages) }
 
 // Config is one benchmark configuration. DefaultConfig is the full run the
-// issue specifies; QuickConfig a smoke test well under a minute.
+// bench runs by default; QuickConfig a smoke test well under a minute.
 type Config struct {
 	Sections map[string]bool // which sections run; nil means DefaultSections
 
@@ -113,7 +113,7 @@ type Config struct {
 	// ChildCap is how long a child may run before it is taken for stuck and
 	// made to dump its goroutines: 5m.
 	ChildCap time.Duration
-	// Hosts (issue 16), in child processes like the memory section.
+	// Hosts, in child processes like the memory section.
 	ManyHosts     Size          // virtual hosts, every URL a seed: 100,000 x 2 with HostsFull, else 10,000 x 2
 	FailingHosts  Size          // hosts refusing connections x URLs each: 50,000 x 3 with HostsFull, else 5,000 x 3
 	FailingGiveUp time.Duration // --give-up-after of the failing crawl: 2m with HostsFull, else 30s
@@ -156,7 +156,7 @@ type Config struct {
 	Log     func(format string, args ...any) // progress lines; nil discards
 }
 
-// DefaultConfig is the full benchmark of issue 5 (about seven minutes on 2 cores).
+// DefaultConfig is the full benchmark (about seven minutes on 2 cores).
 func DefaultConfig() Config {
 	return Config{
 		Site: Size{200, 60}, Workers: 64, HostConcurrency: 4,
@@ -173,7 +173,7 @@ func DefaultConfig() Config {
 		FrontierURLs:  1_000_000, FrontierHosts: 1000, FrontierPasses: 3,
 		QueuedSite: Size{1000, 1000}, QueuedPages: 20_000, SeedsCap: 2 * time.Minute,
 		GrowthSite: Size{1000, 100}, ChildCap: 5 * time.Minute,
-		// Issue 16's two: 32 workers on one host of 64 linked 8 MiB pages
+		// Two sizes: 32 workers on one host of 64 linked 8 MiB pages
 		// (2,657 MB before bodies streamed), and one 64 MiB page (185 MB).
 		LargePages: []PageSize{{Pages: 64, Bytes: 8 << 20, Workers: 32, HostConcurrency: 32},
 			{Pages: 1, Bytes: 64 << 20, Workers: 32, HostConcurrency: 1}},
@@ -184,7 +184,7 @@ func DefaultConfig() Config {
 	}
 }
 
-// HostsFull sets the hosts section to the sizes issue 16 sets its targets
+// HostsFull sets the hosts section to the sizes its targets are set
 // at. They take several minutes, too long for every full run.
 func (c *Config) HostsFull() {
 	c.ManyHosts, c.FailingHosts, c.FailingGiveUp = Size{100_000, 2}, Size{50_000, 3}, 2*time.Minute

@@ -31,7 +31,7 @@ type CrawlResult struct {
 	// on the same site; nil when Config.NoWARC skipped it.
 	WARC *WARCRun `json:"warc,omitempty"`
 	// Listen is the same crawl again with its metrics served and scraped
-	// every second (issue 15).
+	// every second.
 	Listen *ListenRun `json:"listen,omitempty"`
 }
 
@@ -85,7 +85,7 @@ func (r *runner) ceilingAndCrawl(ctx context.Context) error {
 	return nil
 }
 
-// crawlOptions are the issue's crawl settings over site: from its roots,
+// crawlOptions are the crawl section's settings over site: from its roots,
 // --delay 0, 64 workers, 4 per host, everything persisted as usual.
 func (r *runner) crawlOptions(site *demosite.Site) crawl.Options {
 	o := crawl.DefaultOptions()

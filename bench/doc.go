@@ -1,6 +1,6 @@
 // Package bench is Breakwater's benchmark: it starts the project's own
 // multi-host test site (demosite) on loopback and measures, side by side in
-// one run, the figures issue 5 sets targets for:
+// one run, the figures it sets targets for:
 //
 //	ceiling   a raw keep-alive fetch loop over the site's URL set: pages/s
 //	crawl     crawl.Engine over the same site from its roots: distinct pages/s,
@@ -23,8 +23,12 @@
 //	          dead host's requests against the breaker's bound
 //
 // Every figure is measured, never estimated, unless the report says so (a
-// run capped by time gives lower bounds, labelled as such). Targets are
-// printed next to the figures; a missed target is reported, not hidden.
+// run capped by time gives lower bounds, labelled as such). Figures are
+// data: Report.Sections turns each section's results into Figure values
+// (name, unit, value, its passes, target, one-line meaning) beside the
+// section's method and settings, and one renderer prints them, as a table
+// (WriteTable) or as JSON (WriteJSON). A missed target is reported, not
+// hidden; a missed check (a result that is wrong, not slow) is FAILED.
 //
 // Memory is measured in a separate process so that the site, the parent's
 // own allocations and the other sections do not count: Config.Child builds

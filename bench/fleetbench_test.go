@@ -129,8 +129,9 @@ func TestFleetSection(t *testing.T) {
 	if err := rep.WriteTable(&out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"4 processes on Redis / 1 process on bbolt", "1 process on Redis: Redis commands",
-		"4 processes on Redis: pages fetched by each process", "every pass: each page fetched once", "Fleet: real `breakwater crawl`"} {
+	for _, want := range []string{"largest fleet / 1 process on bbolt", "1 process on Redis: Redis commands",
+		"4 processes on Redis: fewest pages of one process", "passes not clean", "fleet: real `breakwater crawl`",
+		"hosts a process holds 32"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
@@ -241,7 +242,7 @@ func TestFleetSkipped(t *testing.T) {
 	if err := rep.WriteTable(&out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "not run: no store given") || !strings.Contains(out.String(), "--store auto") {
+	if !strings.Contains(out.String(), "no store given") || !strings.Contains(out.String(), "--store auto") {
 		t.Errorf("table does not say the fleet was skipped and how to run it:\n%s", out.String())
 	}
 }

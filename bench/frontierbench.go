@@ -36,8 +36,11 @@ type FrontierResult struct {
 	LeasePerSec      float64       `json:"lease_per_sec"`
 	LeaseMinPerSec   float64       `json:"lease_min_per_sec"`
 	LeaseMaxPerSec   float64       `json:"lease_max_per_sec"`
-	FileBytes        int64         `json:"file_bytes"` // after every URL is completed
-	QueuedBytes      int64         `json:"queued_bytes"`
+	// EnqueueRuns and LeaseRuns are each pass's rates, in run order.
+	EnqueueRuns []float64 `json:"enqueue_runs"`
+	LeaseRuns   []float64 `json:"lease_runs"`
+	FileBytes   int64     `json:"file_bytes"` // after every URL is completed
+	QueuedBytes int64     `json:"queued_bytes"`
 }
 
 const frontierAddBatch = 100
@@ -77,12 +80,13 @@ func (r *runner) frontierSection(ctx context.Context) error {
 		}
 		lease = append(lease, wall)
 		cfg.logf("frontier: pass %d: enqueue %s, lease+complete %s", pass+1,
-			rate(float64(res.URLs)/enqueue[pass].Seconds(), "URLs/s"), rate(float64(res.URLs)/wall.Seconds(), "URLs/s"))
+			format(URLsPerSec, float64(res.URLs)/enqueue[pass].Seconds()), format(URLsPerSec, float64(res.URLs)/wall.Seconds()))
 		res.FileBytes = fileSize(path)
 		if err := os.Remove(path); err != nil {
 			return err
 		}
 	}
+	res.EnqueueRuns, res.LeaseRuns = rates(enqueue, res.URLs), rates(lease, res.URLs)
 	res.EnqueueWall, res.EnqueuePerSec, res.EnqueueMinPerSec, res.EnqueueMaxPerSec = medianRate(enqueue, res.URLs)
 	res.LeaseWall, res.LeasePerSec, res.LeaseMinPerSec, res.LeaseMaxPerSec = medianRate(lease, res.URLs)
 	r.report.Frontier = res
@@ -96,6 +100,15 @@ func medianRate(walls []time.Duration, n int) (median time.Duration, rate, lowes
 	perSec := func(d time.Duration) float64 { return float64(n) / d.Seconds() }
 	median = sorted[len(sorted)/2]
 	return median, perSec(median), perSec(sorted[len(sorted)-1]), perSec(sorted[0])
+}
+
+// rates are the rates of n items in each of walls.
+func rates(walls []time.Duration, n int) []float64 {
+	out := make([]float64, len(walls))
+	for i, w := range walls {
+		out[i] = float64(n) / w.Seconds()
+	}
+	return out
 }
 
 // frontierItems spreads n URLs over hosts hosts, page-major so that

@@ -83,15 +83,19 @@ func TestParseSections(t *testing.T) {
 
 func TestFormatting(t *testing.T) {
 	tests := []struct{ got, want string }{
-		{rate(0, "pages/s"), "0 pages/s"},
-		{rate(999.6, "pages/s"), "1,000 pages/s"},
-		{rate(1234567, "URLs/s"), "1,234,567 URLs/s"},
-		{rate(200000, "/s"), "200,000/s"},
-		{mb(150_000_000), "150.0 MB"},
-		{pct(0.3), "30.0%"},
+		{format(PagesPerSec, 0), "0 pages/s"},
+		{format(PagesPerSec, 999.6), "1,000 pages/s"},
+		{format(URLsPerSec, 1234567), "1,234,567 URLs/s"},
+		{format(Bytes, 150_000_000), "150.0 MB"},
+		{format(Share, 0.3), "30.0%"},
+		{format(Change, -0.125), "-12.5%"},
+		{format(Times, 2.5), "2.50x"},
+		{format(Count, -1234), "-1,234"},
+		{set("rest", 10*time.Minute).Value, "10m"},
+		{set("ttl", 24*time.Hour).Value, "24h"},
 		{string(lastLines([]byte("a\nb\nc\n"), 2)), "b\nc"},
 		{string(lastLines([]byte("only"), 3)), "only"},
-		{wrap("aa bb cc", 5), "aa bb\ncc\n"},
+		{wrap("aa bb cc", 5, ""), "aa bb\n  cc\n"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -144,33 +148,25 @@ func TestDeadRowsVerdicts(t *testing.T) {
 		On: &DeadRun{Breaker: true, Wall: 13 * time.Second, LiveDone: 11 * time.Second,
 			DeadMaxPerRest: 8, DeadWorkerSeconds: 16},
 		Off: &DeadRun{Wall: 100 * time.Second, Capped: true, DeadWorkerSeconds: 100}}
-	rows := (&Report{Dead: d}).Rows()
-	find := func(prefix string) Row {
-		t.Helper()
-		for _, r := range rows {
-			if strings.HasPrefix(r.Figure, prefix) {
-				return r
-			}
-		}
-		t.Fatalf("no row %q in %+v", prefix, rows)
-		return Row{}
-	}
+	figs := (&Report{Dead: d}).Figures()
 	tests := []struct{ figure, value, verdict string }{
-		{"breaker on: time ratio", "1.30x", ""},
-		{"breaker on: live pages all fetched at", "11.0s (1.10x)", "met"},
-		{"breaker on: dead-host requests", "0 (8)", "met"},
-		{"breaker off: time ratio", ">= 10.00x", ""},
-		{"worker-seconds on dead host, off / on", ">= 6.2x", "unknown"},
+		{"breaker on: time ratio to no dead host", "1.30x", ""},
+		{"breaker on: live pages all fetched at", "11.00 s", ""},
+		{"breaker on: live pages' time ratio to no dead host", "1.10x", "met"},
+		{"breaker on: most dead-host requests in one rest", "8", "met"},
+		{"breaker off: time ratio to no dead host", ">= 10.00x", ""},
+		{"breaker off: most dead-host requests in one rest", "0", ""},
+		{"worker-seconds on dead host, off / on", ">= 6.25x", "unknown"},
 	}
 	for _, tt := range tests {
-		r := find(tt.figure)
-		if r.Value != tt.value || r.Verdict != tt.verdict {
-			t.Errorf("%s: value %q verdict %q; want %q %q", tt.figure, r.Value, r.Verdict, tt.value, tt.verdict)
+		f := find(t, figs, tt.figure)
+		if f.value() != tt.value || f.Verdict != tt.verdict {
+			t.Errorf("%s: value %q verdict %q; want %q %q", tt.figure, f.value(), f.Verdict, tt.value, tt.verdict)
 		}
 	}
 }
 
-// A quick run's sizes are a fraction of the issue's: its verdicts are
+// A quick run's sizes are a fraction of the full run's: its verdicts are
 // bracketed so that none reads as the real one, and the header says why.
 func TestQuickVerdictsOnlyHint(t *testing.T) {
 	d := &DeadResult{ConnLimit: 14,
@@ -180,14 +176,14 @@ func TestQuickVerdictsOnlyHint(t *testing.T) {
 		Off: &DeadRun{Wall: 100 * time.Second, DeadWorkerSeconds: 1000}}
 	rep := &Report{Quick: true, Dead: d}
 	got := map[string]string{}
-	for _, r := range rep.Rows() {
-		got[r.Figure] = r.Verdict
+	for _, f := range rep.Figures() {
+		got[f.Name] = f.Verdict
 	}
 	for fig, want := range map[string]string{
-		"breaker on: time ratio to no dead host":                        "",
-		"breaker on: live pages all fetched at (ratio to no dead host)": "(missed)",
-		"worker-seconds on dead host, off / on":                         "(met)",
-		"breaker off: time ratio to no dead host":                       "",
+		"breaker on: time ratio to no dead host":             "",
+		"breaker on: live pages' time ratio to no dead host": "(missed)",
+		"worker-seconds on dead host, off / on":              "(met)",
+		"breaker off: time ratio to no dead host":            "",
 	} {
 		if got[fig] != want {
 			t.Errorf("quick %q: verdict %q, want %q", fig, got[fig], want)
@@ -254,13 +250,12 @@ func TestMedianRate(t *testing.T) {
 	if median != 4*time.Second || rate != 2 || lowest != 2 || highest != 2 {
 		t.Errorf("medianRate(4s; 8) = %v, %v, %v, %v; want 4s, 2, 2, 2", median, rate, lowest, highest)
 	}
-	one := &FrontierResult{Passes: 1}
-	if s := one.spread(1, 2); s != "" {
-		t.Errorf("spread of one pass = %q, want none", s)
+	f := num("enqueue", URLsPerSec, 271800, "").over([]float64{195300, 271800, 290000})
+	if got, want := f.value(), "271,800 URLs/s (median of 3: 195,300-290,000)"; got != want {
+		t.Errorf("value over passes = %q, want %q", got, want)
 	}
-	three := &FrontierResult{Passes: 3}
-	if s, want := three.spread(195300, 271800), ", median of 3 passes, 195,300-271,800"; s != want {
-		t.Errorf("spread = %q, want %q", s, want)
+	if got := num("enqueue", URLsPerSec, 1, "").over([]float64{1}).value(); got != "1 URLs/s" {
+		t.Errorf("value of one pass = %q, want no spread", got)
 	}
 }
 
@@ -279,17 +274,19 @@ func TestWARCRowsVerdicts(t *testing.T) {
 		want map[string]string
 	}{
 		{clean, map[string]string{
-			"with --warc: ratio to ceiling":                                       "(met)",
-			"with --warc: ratio to the crawl without --warc":                      "(missed)",
-			"with --warc: warc.Check; pages in one response or revisit / fetched": "(met)",
+			"with --warc: ratio to ceiling":                        "(met)",
+			"with --warc: ratio to the crawl without --warc":       "(missed)",
+			"with --warc: warc.Check problems":                     Met,
+			"with --warc: pages in one response or revisit record": Met,
+			"with --warc: pages archived more than once":           Met,
 		}},
 		{&broken, map[string]string{
-			"with --warc: warc.Check; pages in one response or revisit / fetched": verdictFailed,
+			"with --warc: warc.Check problems": Failed,
 		}},
 	} {
 		got := map[string]string{}
-		for _, r := range crawl(tc.w).Rows() {
-			got[r.Figure] = r.Verdict
+		for _, f := range crawl(tc.w).Figures() {
+			got[f.Name] = f.Verdict
 		}
 		for fig, want := range tc.want {
 			if got[fig] != want {
@@ -297,12 +294,53 @@ func TestWARCRowsVerdicts(t *testing.T) {
 			}
 		}
 	}
-	notes := strings.Join(crawl(&broken).Notes(), "\n")
-	if !strings.Contains(notes, "THE ARCHIVE IS NOT CLEAN") || !strings.Contains(notes, "block digest mismatch") {
-		t.Errorf("notes do not say the archive is not clean:\n%s", notes)
+	if f := find(t, crawl(&broken).Figures(), "with --warc: warc.Check problems"); !strings.Contains(f.value(), "block digest mismatch") {
+		t.Errorf("a broken archive's figure does not name its problem: %q", f.value())
 	}
-	if notes := strings.Join(crawl(clean).Notes(), "\n"); strings.Contains(notes, "NOT CLEAN") {
-		t.Errorf("a clean archive's notes say it is not:\n%s", notes)
+	if f := find(t, crawl(clean).Figures(), "with --warc: warc.Check problems"); f.value() != "0" {
+		t.Errorf("a clean archive's problems = %q, want 0", f.value())
+	}
+}
+
+// find is the figure named name.
+func find(t *testing.T, figs []Figure, name string) Figure {
+	t.Helper()
+	for _, f := range figs {
+		if f.Name == name {
+			return f
+		}
+	}
+	t.Fatalf("no figure %q in %+v", name, figs)
+	return Figure{}
+}
+
+// TestVerdicts holds figures against each kind of target, exact and as
+// lower bounds, checks and goals, full and quick.
+func TestVerdicts(t *testing.T) {
+	tests := []struct {
+		name  string
+		f     Figure
+		quick bool
+		want  string
+	}{
+		{"no target", num("x", Count, 1, ""), false, ""},
+		{"at least, met", num("x", Share, 0.5, "").want(AtLeast, 0.5), false, Met},
+		{"at least, missed", num("x", Share, 0.4, "").want(AtLeast, 0.5), false, Missed},
+		{"at least, lower bound short", num("x", Times, 6, "").lower(true).want(AtLeast, 50), false, Unknown},
+		{"at least, lower bound over", num("x", Times, 60, "").lower(true).want(AtLeast, 50), false, Met},
+		{"at most, lower bound under", num("x", Bytes, 1, "").lower(true).want(AtMost, 2), false, Unknown},
+		{"at most, lower bound over", num("x", Bytes, 3, "").lower(true).want(AtMost, 2), false, Missed},
+		{"below", num("x", Bytes, 2, "").want(Below, 2), false, Missed},
+		{"all", num("x", Count, 9, "").of(10).want(All, 0), false, Missed},
+		{"within", num("x", Change, -0.19, "").want(Within, 0.2), false, Met},
+		{"quick hint", num("x", Share, 0.4, "").want(AtLeast, 0.5), true, "(missed)"},
+		{"check failed, quick", num("x", Count, 1, "").check(Equal, 0), true, Failed},
+		{"check met, quick", num("x", Count, 0, "").check(Equal, 0), true, Met},
+	}
+	for _, tt := range tests {
+		if got := tt.f.verdict(tt.quick); got != tt.want {
+			t.Errorf("%s: verdict %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }
 

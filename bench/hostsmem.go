@@ -7,11 +7,12 @@ import (
 	"strconv"
 	"time"
 
+	"breakwater/crawl"
 	"breakwater/demosite"
 )
 
 // HostsResult is the hosts section: peak RSS of crawls whose memory must
-// follow the hosts being crawled, not every host ever seen (issue 16).
+// follow the hosts being crawled, not every host ever seen.
 type HostsResult struct {
 	// ManySite is crawled to the end with every URL given as a seed, so all
 	// its hosts have URLs queued from the start. Its hosts are virtual
@@ -35,6 +36,9 @@ type HostsResult struct {
 func failingHost(i int) string {
 	return fmt.Sprintf("127.%d.%d.%d", 1+i/62500, (i/250)%250+1, i%250+1)
 }
+
+// failingWorkers are the failing crawl's workers, one request a host.
+const failingWorkers = 32
 
 // hostsSection runs the two child crawls of the hosts section.
 func (r *runner) hostsSection(ctx context.Context) error {
@@ -72,50 +76,11 @@ func (r *runner) hostsSection(ctx context.Context) error {
 	cfg.logf("hosts: crawl of %s refusing connections, each given up after %s", cfg.FailingHosts, cfg.FailingGiveUp)
 	// Default politeness (--delay 1s) and breaker: a refused connection is
 	// a transient failure, retried, until the host's circuit opens.
-	args = []string{"--db", filepath.Join(r.dir, "failing-hosts.db"), "--seeds", seeds, "--workers", "32",
-		"--host-concurrency", "1", "--delay", "1s", "--give-up-after", cfg.FailingGiveUp.String()}
+	args = []string{"--db", filepath.Join(r.dir, "failing-hosts.db"), "--seeds", seeds, "--workers", strconv.Itoa(failingWorkers),
+		"--host-concurrency", "1", "--delay", crawl.DefaultOptions().Delay.String(), "--give-up-after", cfg.FailingGiveUp.String()}
 	if cfg.FailingThreshold > 0 {
 		args = append(args, "--breaker-threshold", strconv.Itoa(cfg.FailingThreshold))
 	}
 	res.Failing, err = r.runChild(ctx, childRun{name: "failing-hosts", args: args, limit: cfg.HostsCap})
 	return err
-}
-
-func (r *Report) hostsRows() []Row {
-	h := r.Hosts
-	if h == nil {
-		return nil
-	}
-	var rows []Row
-	add := func(fig, val, target, v string) { rows = append(rows, Row{"hosts", fig, val, target, v}) }
-	target := "< " + mb(TargetPeakBytes)
-	if run := h.Many; run != nil {
-		add(fmt.Sprintf("peak RSS, crawl of %d hosts with queued URLs (%s, %d fetched, %d requests served, %s)",
-			h.ManySite.Hosts, h.ManySite, run.Child.Fetched, h.ManyServed, secs(run.Wall)),
-			peakValue(run), target, verdict(kib(run.PeakKB) < TargetPeakBytes))
-	}
-	if run := h.Failing; run != nil {
-		add(fmt.Sprintf("peak RSS, crawl of %d failing hosts (%d URLs each, %d failed, given up after %s, %s)",
-			h.FailingSite.Hosts, h.FailingSite.Pages, run.Child.Failed, secs(h.FailingGiveUp), secs(run.Wall)),
-			peakValue(run), target, verdict(kib(run.PeakKB) < TargetPeakBytes))
-	}
-	return rows
-}
-
-func (h *HostsResult) note() string {
-	threshold := "breaker threshold 8"
-	if h.FailingThreshold > 0 {
-		threshold = fmt.Sprintf("but breaker threshold %d", h.FailingThreshold)
-	}
-	return fmt.Sprintf("Hosts: child crawls as in the memory section, peak RSS as there. %s are "+
-		"demosite.VirtualHosts: one SOCKS5 front on 127.0.0.1 that answers HTTP itself for the host named "+
-		"in each CONNECT, the crawl sent through it with --proxy socks5h://..., so that it dials, pools "+
-		"and tracks a connection per host as it would directly while the machine holds one listening "+
-		"socket (a listener per host would pass the file descriptor limit). Every URL is a seed; "+
-		"--workers and --host-concurrency as the crawl section, --delay 0; crawled to the end. "+
-		"The %d failing hosts are addresses of 127.1.0.0/16 and up, port 80, where nothing listens: "+
-		"each connection is refused at once. That crawl keeps the defaults (--delay 1s, --retries 3, "+
-		"%s, rest 5m) and --workers 32 and --give-up-after %s, so that it ends: "+
-		"every circuit opens, and each host is given up on after that long. `bench --hosts-full` "+
-		"runs issue 16's sizes, 100000 x 2 and 50000 x 3 with 2m.", h.ManySite, h.FailingSite.Hosts, threshold, h.FailingGiveUp)
 }

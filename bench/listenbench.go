@@ -16,10 +16,6 @@ import (
 	"breakwater/storage"
 )
 
-// TargetListenToCrawl is issue 15's: serving metrics, scraped every
-// second, costs the crawl at most 3%.
-const TargetListenToCrawl = 0.97
-
 // ListenRun is the crawl section's third crawl: the same options with the
 // metrics counted and served (--listen) and a scraper reading /metrics
 // every second, into a fresh file.

@@ -21,7 +21,7 @@ type PageSize struct {
 }
 
 func (p PageSize) String() string {
-	return fmt.Sprintf("%d pages of %s, %d workers, host concurrency %d", p.Pages, mb(p.Bytes), p.Workers, p.HostConcurrency)
+	return fmt.Sprintf("%d pages of %s, %d workers, host concurrency %d", p.Pages, format(Bytes, float64(p.Bytes)), p.Workers, p.HostConcurrency)
 }
 
 // largePages serves p on a loopback port, each page written as it goes,
@@ -83,13 +83,4 @@ func (r *runner) largePageRuns(ctx context.Context, res *MemoryResult) error {
 type LargePageRun struct {
 	Size PageSize   `json:"size"`
 	Run  *MemoryRun `json:"run"`
-}
-
-func (r *Report) largePageRows(m *MemoryResult) []Row {
-	var rows []Row
-	for _, l := range m.Large {
-		rows = append(rows, Row{"memory", fmt.Sprintf("peak RSS, crawl of %s (%d fetched, %s)", l.Size, l.Run.Child.Fetched, secs(l.Run.Wall)),
-			peakValue(l.Run), "<= " + mb(TargetPeakBytes), verdict(kib(l.Run.PeakKB) <= TargetPeakBytes)})
-	}
-	return rows
 }

@@ -130,38 +130,42 @@ func checkSoakHosts(t *testing.T, s *SoakResult) {
 func checkSoakTable(t *testing.T, rep *Report) {
 	t.Helper()
 	s := rep.Soak
-	want := map[string]string{
-		"healthy pages: page requests / distinct served / pages": verdict(s.Healthy.Duplicates() == 0 && s.Healthy.DistinctPages == 400),
-		"goroutines":       verdict(s.Run.Child.Leaks.GoroutinesBack()),
-		"open descriptors": verdict(s.Run.Child.Leaks.FDsBack()),
-		"dead host":        verdict(s.Dead.Connections <= s.Dead.Bound),
-	}
-	if !s.WARC.Clean() {
-		want["WARC"] = verdictFailed
-	} else {
-		want["WARC"] = "met"
-	}
-	for _, r := range rep.Rows() {
-		for prefix, v := range want {
-			if strings.HasPrefix(r.Figure, prefix) && r.Verdict != v {
-				t.Errorf("%q: verdict %q, want %q", r.Figure, r.Verdict, v)
-			}
-			if strings.HasPrefix(r.Figure, prefix) {
-				delete(want, prefix) // the first row of that name carries the verdict
-			}
+	metIf := func(ok bool) string {
+		if ok {
+			return Met
 		}
+		return Missed
 	}
-	if len(want) > 0 {
-		t.Errorf("no rows for %v", want)
+	checkIf := func(ok bool) string {
+		if ok {
+			return Met
+		}
+		return Failed
+	}
+	want := map[string]string{
+		"healthy pages served":                            metIf(s.Healthy.DistinctPages == 400),
+		"healthy pages fetched twice":                     metIf(s.Healthy.Duplicates() == 0),
+		"goroutines settled":                              metIf(s.Run.Child.Leaks.GoroutinesBack()),
+		"descriptors settled":                             metIf(s.Run.Child.Leaks.FDsBack()),
+		"dead host: connections":                          metIf(s.Dead.Connections <= s.Dead.Bound),
+		"warc.Check problems":                             checkIf(s.WARC.NProblems == 0),
+		"healthy pages in one response or revisit record": checkIf(s.WARC.HealthyOnce == 400),
+		"verify problems":                                 checkIf(s.Verify.OK),
+	}
+	figs := rep.Figures()
+	for name, v := range want {
+		if f := find(t, figs, name); f.Verdict != v {
+			t.Errorf("%q: verdict %q, want %q", name, f.Verdict, v)
+		}
 	}
 	var out bytes.Buffer
 	if err := rep.WriteTable(&out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"pages/s over the whole crawl", "healthy pages: page requests / distinct served / pages",
-		"peak RSS at 25% of the healthy pages", "RSS at 100% within 20% of RSS at 25%", "goroutines: before the crawl",
-		"open descriptors: before the crawl", "dead host: connections", "flaky host:", "throttling host:",
-		"recovering host:", "refusing host:", "warc.Check", "verify: the database's invariants", "RLIMIT_NOFILE", "Soak: 20 healthy hosts of 20 pages"} {
+	for _, want := range []string{"pages/s over the whole crawl", "healthy pages served", "peak RSS at 25%",
+		"RSS growth from 25% to 100%", "goroutines settled", "descriptors settled", "dead host: connections",
+		"flaky host: requests", "throttling host:", "recovering host:", "refusing host: URLs left", "warc.Check problems",
+		"verify problems", "RLIMIT_NOFILE", "settings: healthy site 20 hosts x 20 pages"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
@@ -184,27 +188,25 @@ func TestSoakRowsVerdicts(t *testing.T) {
 	}
 	verdicts := func(s *SoakResult) map[string]string {
 		got := map[string]string{}
-		for _, r := range (&Report{Soak: s}).Rows() {
-			key, _, _ := strings.Cut(r.Figure, ":")
-			key, _, _ = strings.Cut(key, " (")
-			if _, dup := got[key]; !dup { // a section's first row of that name carries its verdict
-				got[key] = r.Verdict
-			}
+		for _, f := range (&Report{Soak: s}).Figures() {
+			got[f.Name] = f.Verdict
 		}
 		return got
 	}
 	const (
-		growth     = "RSS at 100% within 20% of RSS at 25%"
-		goroutines = "goroutines"
-		fds        = "open descriptors"
-		healthy    = "healthy pages"
-		dead       = "dead host"
-		archive    = "WARC"
-		verified   = "verify"
+		growth     = "RSS growth from 25% to 100%"
+		goroutines = "goroutines settled"
+		fds        = "descriptors settled"
+		served     = "healthy pages served"
+		twice      = "healthy pages fetched twice"
+		dead       = "dead host: connections"
+		archive    = "warc.Check problems"
+		archived2  = "healthy pages archived more than once"
+		verified   = "verify problems"
 	)
 	ok := verdicts(base())
-	for _, k := range []string{growth, goroutines, fds, healthy, dead, archive, verified} {
-		if ok[k] != "met" {
+	for _, k := range []string{growth, goroutines, fds, served, twice, dead, archive, archived2, verified} {
+		if ok[k] != Met {
 			t.Errorf("%q: verdict %q on good figures, want met (%v)", k, ok[k], ok)
 		}
 	}
@@ -212,20 +214,21 @@ func TestSoakRowsVerdicts(t *testing.T) {
 		name, row, want string
 		spoil           func(*SoakResult)
 	}{
-		{"RSS grew 25%", growth, "MISSED", func(s *SoakResult) { s.Run.Samples[2].RSSKB = 112_500 }},
-		{"RSS fell 25%", growth, "MISSED", func(s *SoakResult) { s.Run.Samples[2].RSSKB = 67_500 }},
+		{"RSS grew 25%", growth, Missed, func(s *SoakResult) { s.Run.Samples[2].RSSKB = 112_500 }},
+		{"RSS fell 25%", growth, Missed, func(s *SoakResult) { s.Run.Samples[2].RSSKB = 67_500 }},
 		// A passing spike raises the peak for good; the RSS it left is what counts.
-		{"only the peak grew", growth, "met", func(s *SoakResult) { s.Run.Samples[2].HWMKB = 150_000 }},
-		{"a goroutine left", goroutines, "MISSED", func(s *SoakResult) { s.Run.Child.Leaks.GoroutinesSettled = 6 }},
-		{"a descriptor left", fds, "MISSED", func(s *SoakResult) { s.Run.Child.Leaks.FDsSettled = 11 }},
-		{"a page fetched twice", healthy, "MISSED", func(s *SoakResult) { s.Healthy.PageRequests = 5 }},
-		{"a page not fetched", healthy, "MISSED", func(s *SoakResult) { s.Healthy.DistinctPages = 3 }},
-		{"dead host over its bound", dead, "MISSED", func(s *SoakResult) { s.Dead.Connections = 16 }},
-		{"archive not clean", archive, verdictFailed, func(s *SoakResult) { s.WARC.CheckOK = false }},
-		{"a page archived twice", archive, verdictFailed, func(s *SoakResult) { s.WARC.HealthyTwice = 1 }},
-		{"verify found a problem", verified, verdictFailed, func(s *SoakResult) {
+		{"only the peak grew", growth, Met, func(s *SoakResult) { s.Run.Samples[2].HWMKB = 150_000 }},
+		{"a goroutine left", goroutines, Missed, func(s *SoakResult) { s.Run.Child.Leaks.GoroutinesSettled = 6 }},
+		{"a descriptor left", fds, Missed, func(s *SoakResult) { s.Run.Child.Leaks.FDsSettled = 11 }},
+		{"a page fetched twice", twice, Missed, func(s *SoakResult) { s.Healthy.PageRequests = 5 }},
+		{"a page not fetched", served, Missed, func(s *SoakResult) { s.Healthy.DistinctPages = 3 }},
+		{"dead host over its bound", dead, Missed, func(s *SoakResult) { s.Dead.Connections = 16 }},
+		{"archive not clean", archive, Failed, func(s *SoakResult) { s.WARC.NProblems = 1 }},
+		{"a page archived twice", archived2, Failed, func(s *SoakResult) { s.WARC.HealthyTwice = 1 }},
+		{"verify found a problem", verified, Failed, func(s *SoakResult) {
 			s.Verify = SoakVerify{Problems: []string{"seen 9 != fetched 4 + failed 0 + queued 4"}}
 		}},
+		{"verify not OK without a problem named", verified, Failed, func(s *SoakResult) { s.Verify.OK = false }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

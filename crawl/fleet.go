@@ -65,7 +65,7 @@ func (e *Engine) openFrontier() (crawlFrontier, error) {
 	opts := e.opts
 	if rs, ok := e.db.(*redisstore.Store); ok {
 		fo := redisstore.FrontierOptions{ID: e.fleetID(),
-			HostConcurrency: opts.HostConcurrency, Hosts: fleetHosts(opts.Workers, opts.HostConcurrency), Lease: opts.Fleet.Lease,
+			HostConcurrency: opts.HostConcurrency, Hosts: FleetHosts(opts.Workers, opts.HostConcurrency), Lease: opts.Fleet.Lease,
 			Breakers: redisstore.NewBreakers(rs.Client(), opts.breakerConfig()),
 			OnClaim:  e.sharedBreaker, OnBreaker: e.sharedBreaker, Now: opts.Now, Logger: opts.Logger}
 		if e.archive != nil {
@@ -85,10 +85,10 @@ func (e *Engine) openFrontier() (crawlFrontier, error) {
 	return frontier.Open(db, fo)
 }
 
-// fleetHosts is how many hosts with work a process holds: enough to keep
+// FleetHosts is how many hosts with work a process holds: enough to keep
 // its workers busy twice over, and no more, so that the hosts of a crawl
 // are spread over the fleet instead of held by the first process.
-func fleetHosts(workers, hostConcurrency int) int {
+func FleetHosts(workers, hostConcurrency int) int {
 	return max(8, 2*((workers+hostConcurrency-1)/hostConcurrency))
 }
 

@@ -1,0 +1,140 @@
+package bench
+
+import (
+	"fmt"
+	"time"
+
+	"breakwater/breaker"
+	"breakwater/crawl"
+)
+
+// Targets of the memory and hosts sections.
+const (
+	TargetPeakBytes = 150_000_000 // peak RSS of a crawl with a million URLs queued, or of many hosts
+	TargetGrowth    = 0.20        // RSS at the end of a crawl within 20% of RSS at a quarter of it
+)
+
+const (
+	meansPeak = "the larger of VmHWM sampled every 20 ms and the child's own as it exits; RSS counts the " +
+		"bbolt file's pages mapped in"
+	meansAnon = "the largest RssAnon sampled: the heap and stacks alone, what the kernel cannot reclaim"
+)
+
+// peakFigures are a child's peak RSS (held to target when it is one) and
+// peak anonymous RSS.
+func peakFigures(g string, run *MemoryRun, target *Target) []Figure {
+	peak := num(g+"peak RSS", Bytes, kib(run.PeakKB), meansPeak).lower(run.Capped)
+	peak.Target = target
+	return []Figure{peak, num(g+"peak anonymous RSS", Bytes, kib(run.PeakAnonKB), meansAnon).lower(run.Capped)}
+}
+
+func (r *Report) memorySection() *Section {
+	m := r.Memory
+	if m == nil {
+		return nil
+	}
+	peakTarget := &Target{Op: AtMost, Value: TargetPeakBytes}
+	var figs []Figure
+	if run := m.Seeded; run != nil {
+		const g = "crawl --seeds: "
+		figs = append(figs, peakFigures(g, run, peakTarget)...)
+		figs = append(figs,
+			secsOf(g+"all seeds queued at", time.Duration(run.Child.AllSeededNS), "0 when the run was stopped first"),
+			num(g+"queued at stop", Count, run.Child.Queued, ""),
+			secsOf(g+"wall", run.Wall, "the child's start to its exit"))
+	}
+	if run := m.Filled; run != nil {
+		const g = "frontier.Add: "
+		figs = append(figs, peakFigures(g, run, nil)...)
+		figs = append(figs, secsOf(g+"wall", run.Wall, "the child's start to its exit"))
+	}
+	if run := m.Queued; run != nil {
+		const g = "crawl of the filled file: "
+		figs = append(figs, peakFigures(g, run, peakTarget)...)
+		figs = append(figs,
+			num(g+"queued at stop", Count, run.Child.Queued, ""),
+			num(g+"pages fetched", Count, run.Child.Fetched, ""),
+			secsOf(g+"wall", run.Wall, "the child's start to its exit"))
+	}
+	if run := m.Growth; run != nil {
+		const g = "growth crawl: "
+		for _, s := range run.Samples {
+			at := fmt.Sprintf(" at %d%%", s.Percent)
+			figs = append(figs,
+				num(g+"RSS"+at, Bytes, kib(s.RSSKB), "VmRSS when the site had served that share of the pages"),
+				num(g+"anonymous RSS"+at, Bytes, kib(s.AnonKB), ""),
+				num(g+"pages served"+at, Count, s.Pages, ""))
+		}
+		if ratio, ok := m.GrowthRatio(); ok {
+			figs = append(figs, num(g+"RSS growth from 25% to 100%", Change, ratio,
+				"memory must follow the hosts being crawled, not the pages crawled").want(Within, TargetGrowth))
+		}
+		figs = append(figs, peakFigures(g, run, nil)...)
+		figs = append(figs, num(g+"pages fetched", Count, run.Child.Fetched, ""))
+	}
+	for i, l := range m.Large {
+		g := fmt.Sprintf("large pages %d: ", i+1)
+		figs = append(figs, peakFigures(g, l.Run, peakTarget)...)
+		figs = append(figs,
+			num(g+"pages fetched", Count, l.Run.Child.Fetched, ""),
+			secsOf(g+"wall", l.Run.Wall, "the child's start to its exit"))
+	}
+	settings := []Setting{set("queued site", m.QueuedSite), set("URLs queued", m.QueuedSite.URLs()),
+		set("pages fetched once queued", m.QueuedPages), set("seeds cap", m.SeedsCap), set("growth site", m.GrowthSite)}
+	for i, l := range m.Large {
+		settings = append(settings, set(fmt.Sprintf("large pages %d", i+1), l.Size))
+	}
+	return &Section{Name: SectionMemory,
+		Method: "each crawl runs in a child process (this binary's hidden internal-bench-child command: the seeds " +
+			"file checked, then streamed into crawl.New and Run, as `crawl --seeds` does), the sites served by this " +
+			"process. The URLs are queued two ways: as a seeds file, stopped that many pages after every seed is " +
+			"queued or at the cap, and through frontier.Add a hundred a call, then a crawl of that file from the " +
+			"roots. The growth crawl runs to the end; large pages are crawled at the default body cap. MB is 10^6 bytes.",
+		Settings: settings,
+		Figures:  figs,
+	}
+}
+
+func (r *Report) hostsSection() *Section {
+	h := r.Hosts
+	if h == nil {
+		return nil
+	}
+	peakTarget := &Target{Op: Below, Value: TargetPeakBytes}
+	var figs []Figure
+	if run := h.Many; run != nil {
+		const g = "many hosts: "
+		figs = append(figs, peakFigures(g, run, peakTarget)...)
+		figs = append(figs,
+			num(g+"pages fetched", Count, run.Child.Fetched, ""),
+			num(g+"requests served", Count, h.ManyServed, "page and robots.txt requests the site answered"),
+			secsOf(g+"wall", run.Wall, "the child's start to its exit"))
+	}
+	if run := h.Failing; run != nil {
+		const g = "failing hosts: "
+		figs = append(figs, peakFigures(g, run, peakTarget)...)
+		figs = append(figs,
+			num(g+"URLs failed", Count, run.Child.Failed, ""),
+			secsOf(g+"wall", run.Wall, "the child's start to its exit"))
+	}
+	threshold := breaker.DefaultThreshold
+	if h.FailingThreshold > 0 {
+		threshold = h.FailingThreshold
+	}
+	d := crawl.DefaultOptions()
+	return &Section{Name: SectionHosts,
+		Method: "child crawls as in the memory section, whose memory must follow the hosts being crawled, not every " +
+			"host seen. The many hosts are demosite.VirtualHosts behind one SOCKS5 front (--proxy socks5h://...), so " +
+			"that the crawl dials and pools a connection per host while the machine holds one listening socket; " +
+			"every URL is a seed, crawled to the end. The failing hosts are loopback addresses where nothing " +
+			"listens, crawled with the default politeness until each circuit opens and its host is given up. " +
+			"--hosts-full runs 100,000 x 2 and 50,000 x 3 with 2m.",
+		Settings: []Setting{set("many hosts", h.ManySite), set("failing hosts", h.FailingSite),
+			set("failing: delay", d.Delay), set("failing: retries", d.Retries), set("failing: breaker threshold", threshold),
+			set("failing: rest", d.Breaker.Rest), set("failing: workers", failingWorkers), set("failing: give-up-after", h.FailingGiveUp)},
+		Figures: figs,
+	}
+}
+
+// kib converts the KiB of /proc to bytes.
+func kib(n int64) int64 { return n * 1024 }
