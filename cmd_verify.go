@@ -13,6 +13,7 @@ import (
 	"breakwater/redisstore"
 	"breakwater/storage"
 	"breakwater/store"
+	"breakwater/verify"
 	"breakwater/warc"
 )
 
@@ -43,6 +44,8 @@ type verifyReport struct {
 	// PagesDamaged says the file's pages are damaged: the problems say
 	// how, and no record (nor the archive) was checked.
 	PagesDamaged bool `json:"pages_damaged,omitempty"`
+	// NotChecked names the checks this kind of store keeps no record for.
+	NotChecked []string `json:"not_checked,omitempty"`
 }
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -51,11 +54,15 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	storeURL := fs.String("store", "", "a fleet crawl's store to check instead of --db: redis://HOST:PORT[/DB]; it is only read")
 	warcDir := fs.String("warc", "", "also check the crawl's WARC files in this directory: every page done is archived, once")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
-	maxProblems := fs.Int("max-problems", storage.DefaultMaxProblems, "problems listed; the rest are counted")
+	maxProblems := fs.Int("max-problems", verify.DefaultMaxProblems, "problems listed; the rest are counted")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	switch {
+	case fs.NArg() > 0:
+		return usagef("verify takes no arguments, got %q", fs.Args())
+	case *maxProblems < 1:
+		return usagef("--max-problems must be at least 1, got %d", *maxProblems)
 	case *storeURL != "" && *dbPath != "":
 		return usagef("verify: give --db or --store, not both")
 	case *storeURL != "" && *warcDir != "":
@@ -66,10 +73,6 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return verifyStore(ctx, *storeURL, *maxProblems, *asJSON, stdout)
 	case *dbPath == "":
 		return usagef("verify: --db FILE or --store URL is required")
-	case fs.NArg() > 0:
-		return usagef("verify takes no arguments, got %q", fs.Args())
-	case *maxProblems < 1:
-		return usagef("--max-problems must be at least 1, got %d", *maxProblems)
 	case !fileExists(*dbPath):
 		return usagef("--db %s: no such file", *dbPath)
 	}
@@ -78,14 +81,12 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	db, err := storage.Open(*dbPath, &storage.Options{ReadOnly: true, CheckPages: true})
 	var damaged *storage.DamageError
 	if errors.As(err, &damaged) {
-		rep := &storage.VerifyReport{PagesDamaged: true, Omitted: damaged.Omitted}
+		rep := verify.NewReport(*maxProblems)
+		rep.PagesDamaged = true
 		for _, p := range damaged.Problems {
-			if len(rep.Problems) < *maxProblems {
-				rep.Problems = append(rep.Problems, "bbolt pages: "+p)
-			} else {
-				rep.Omitted++
-			}
+			rep.Addf("bbolt pages: %s", p)
 		}
+		rep.Omitted += damaged.Omitted
 		return reportVerify(verifyReport{DB: *dbPath}, rep, *asJSON, stdout)
 	}
 	if errors.Is(err, storage.ErrLocked) {
@@ -98,7 +99,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer db.Close()
 	out := verifyReport{DB: *dbPath, WARC: *warcDir}
-	opts := storage.VerifyOptions{MaxProblems: *maxProblems}
+	opts := verify.Options{MaxProblems: *maxProblems}
 	var archiveProblems []string
 	if *warcDir != "" {
 		archiveProblems, err = readArchive(db, *warcDir, &opts)
@@ -112,23 +113,20 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	for _, p := range archiveProblems {
-		if len(rep.Problems) < *maxProblems {
-			rep.Problems = append(rep.Problems, p)
-		} else {
-			rep.Omitted++
-		}
+		rep.Addf("%s", p)
 	}
 	return reportVerify(out, rep, *asJSON, stdout)
 }
 
-// verifyStore checks a fleet's store.
+// verifyStore checks a fleet's store: the same invariants as a file's,
+// into the same report.
 func verifyStore(ctx context.Context, storeURL string, maxProblems int, asJSON bool, stdout io.Writer) error {
 	st, err := redisstore.Open(ctx, storeURL, redisstore.ReadOnly)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	rep, err := st.Verify(ctx, storage.VerifyOptions{MaxProblems: maxProblems})
+	rep, err := st.Verify(ctx, verify.Options{MaxProblems: maxProblems})
 	if err != nil {
 		return err
 	}
@@ -136,7 +134,7 @@ func verifyStore(ctx context.Context, storeURL string, maxProblems int, asJSON b
 }
 
 // reportVerify prints rep and tells its verdict by the error.
-func reportVerify(out verifyReport, rep *storage.VerifyReport, asJSON bool, stdout io.Writer) error {
+func reportVerify(out verifyReport, rep *verify.Report, asJSON bool, stdout io.Writer) error {
 	out.Problems = rep.Problems
 	out.Omitted = rep.Omitted
 	out.OK = len(out.Problems) == 0 && out.Omitted == 0
@@ -144,6 +142,7 @@ func reportVerify(out verifyReport, rep *storage.VerifyReport, asJSON bool, stdo
 	out.Pages, out.Failed, out.Hosts, out.Breakers = rep.Pages, rep.Failed, rep.Hosts, rep.Breakers
 	out.Transitions, out.Cases = rep.Transitions, rep.Cases
 	out.PagesDamaged = rep.PagesDamaged
+	out.NotChecked = rep.NotChecked
 	if out.Problems == nil {
 		out.Problems = []string{}
 	}
@@ -178,6 +177,9 @@ func printVerify(w io.Writer, r verifyReport) {
 	if r.WARC != "" {
 		fmt.Fprintf(w, "%s: %d URLs archived\n", r.WARC, r.ArchivedURLs)
 	}
+	for _, c := range r.NotChecked {
+		fmt.Fprintf(w, "not checked on this store: %s\n", c)
+	}
 	if r.OK {
 		fmt.Fprintln(w, "ok")
 		return
@@ -188,7 +190,7 @@ func printVerify(w io.Writer, r verifyReport) {
 // readArchive reads the WARC files in dir into opts and returns what is
 // wrong with the archive itself: warc-check's problems, unfinished files,
 // and a file the database names that is not there.
-func readArchive(db *storage.DB, dir string, opts *storage.VerifyOptions) ([]string, error) {
+func readArchive(db *storage.DB, dir string, opts *verify.Options) ([]string, error) {
 	info, err := os.Stat(dir)
 	if err != nil || !info.IsDir() {
 		return nil, usagef("--warc %s: not a directory", dir)

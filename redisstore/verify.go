@@ -1,80 +1,95 @@
 package redisstore
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
 
 	"breakwater/breaker"
-	"breakwater/storage"
 	"breakwater/store"
+	"breakwater/verify"
 )
 
-// Verify checks the fleet's store, read-only, for the invariants its
-// scripts keep: every host's counters equal what its keys hold; every
-// queued or deferred URL has its entry, is in the seen set and in one
-// place only; every URL seen is queued, deferred or done (nothing seen is
-// lost); every record decodes and is filed under its own URL's hash; the
-// tallies add up; every host with URLs left is listed in its shard, so
-// some process will take it; every lease names a listed host; breakers
-// decode and each host's transitions run in generation order; a host
-// with an open case is held by it. Run it on a store no process is
-// writing, or expect counters caught between two scripts.
-func (s *Store) Verify(ctx context.Context, opts storage.VerifyOptions) (*storage.VerifyReport, error) {
-	rep := &storage.VerifyReport{}
-	limit := opts.MaxProblems
-	if limit <= 0 {
-		limit = storage.DefaultMaxProblems
-	}
-	problem := func(format string, args ...any) {
-		if len(rep.Problems) < limit {
-			rep.Problems = append(rep.Problems, fmt.Sprintf(format, args...))
-		} else {
-			rep.Omitted++
-		}
-	}
-	br := NewBreakers(s.rdb, breaker.Config{})
-	listed := map[string]bool{}
-	for shard := range Shards {
-		k := keysOfShard(shard)
-		members, err := s.rdb.ZRange(ctx, k.ready, 0, -1).Result()
-		if err != nil {
-			return nil, fmt.Errorf("store %s: read %s: %w", s.display, k.ready, err)
-		}
-		for _, h := range members {
-			listed[h] = true
-		}
-		owners, err := s.rdb.HKeys(ctx, k.owner).Result()
-		if err != nil {
-			return nil, fmt.Errorf("store %s: read %s: %w", s.display, k.owner, err)
-		}
-		for _, h := range owners {
-			if !listed[h] {
-				problem("host %s: leased in %s but not listed in %s", h, k.owner, k.ready)
-			}
-		}
-	}
-	err := s.eachHost(ctx, func(hosts []string, _ int) error {
-		for _, h := range hosts {
-			rep.Hosts++
-			if err := s.verifyHost(ctx, h, listed[h], br, rep, problem); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+// Verify checks the fleet's store, read-only: the crawl's invariants
+// (package verify) over the view verifySource produces, host by host, and
+// the store's own layout: every queued or deferred URL has its entry, the
+// entries are those URLs' and each record is filed under its own URL's
+// hash; every host with URLs left is listed in its shard's ready set, so
+// some process will take it, and every lease names a listed host. Run it
+// on a store no process is writing, or expect counters caught between two
+// scripts.
+func (s *Store) Verify(ctx context.Context, opts verify.Options) (*verify.Report, error) {
+	rep := verify.NewReport(opts.MaxProblems)
+	src := &verifySource{s: s, ctx: ctx, rep: rep, br: NewBreakers(s.rdb, breaker.Config{})}
+	if err := verify.Run(rep, src, opts); err != nil {
 		return nil, err
 	}
 	return rep, nil
 }
 
-func (s *Store) verifyHost(ctx context.Context, host string, listed bool, br *Breakers, rep *storage.VerifyReport, problem func(string, ...any)) error {
-	k := keysOf(host)
-	pipe := s.rdb.Pipeline()
+// verifySource is the store as package verify reads it: each host's keys
+// read in one pipeline, one host at a time.
+type verifySource struct {
+	s   *Store
+	ctx context.Context
+	rep *verify.Report
+	br  *Breakers
+
+	listed map[string]bool // hosts in a shard's ready set
+}
+
+// Crawl reads the shards' ready sets and leases. The store keeps its
+// counters, tallies and seen sets per host, and results by URL hash.
+func (v *verifySource) Crawl() (*verify.Crawl, error) {
+	v.listed = map[string]bool{}
+	for shard := range Shards {
+		k := keysOfShard(shard)
+		members, err := v.s.rdb.ZRange(v.ctx, k.ready, 0, -1).Result()
+		if err != nil {
+			return nil, fmt.Errorf("store %s: read %s: %w", v.s.display, k.ready, err)
+		}
+		for _, h := range members {
+			v.listed[h] = true
+		}
+		owners, err := v.s.rdb.HKeys(v.ctx, k.owner).Result()
+		if err != nil {
+			return nil, fmt.Errorf("store %s: read %s: %w", v.s.display, k.owner, err)
+		}
+		for _, h := range owners {
+			if !v.listed[h] {
+				v.rep.Addf("host %s: leased in %s but not listed in %s", h, k.owner, k.ready)
+			}
+		}
+	}
+	return &verify.Crawl{Parts: verify.HostSeen | verify.HostTallies}, nil
+}
+
+// Hosts calls fn with each host of the shards' host sets.
+func (v *verifySource) Hosts(fn func(*verify.Host) error) error {
+	return v.s.eachHost(v.ctx, func(hosts []string, _ int) error {
+		slices.Sort(hosts)
+		for _, name := range hosts {
+			h, err := v.host(name)
+			if err != nil {
+				return err
+			}
+			if err := fn(h); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (v *verifySource) host(name string) (*verify.Host, error) {
+	ctx, rep, k := v.ctx, v.rep, keysOf(name)
+	pipe := v.s.rdb.Pipeline()
 	queue := pipe.ZRange(ctx, k.queue, 0, -1)
 	deferred := pipe.ZRange(ctx, k.deferred, 0, -1)
 	items := pipe.HGetAll(ctx, k.items)
@@ -82,136 +97,107 @@ func (s *Store) verifyHost(ctx context.Context, host string, listed bool, br *Br
 	results := pipe.HGetAll(ctx, k.results)
 	counts := pipe.HGetAll(ctx, k.counts)
 	cases := pipe.LRange(ctx, k.cases, 0, -1)
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
-		return fmt.Errorf("store %s: read host %s: %w", s.display, host, err)
+	robotsRules := pipe.Get(ctx, k.robots)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("store %s: read host %s: %w", v.s.display, name, err)
 	}
-	c := counts.Val()
-	seenSet := map[string]bool{}
-	for _, h := range seen.Val() {
-		seenSet[h] = true
-	}
-	where := map[string]string{}
-	place := func(h, in string) {
-		if prev, dup := where[h]; dup {
-			problem("host %s: URL %s is both %s and %s", host, h, prev, in)
+	h := &verify.Host{Name: name}
+	for _, m := range seen.Val() {
+		hash, err := parseHash(m)
+		if err != nil {
+			rep.Addf("host %s: seen set member %q is not a URL hash", name, m)
+			continue
 		}
-		where[h] = in
-		if !seenSet[h] {
-			problem("host %s: %s URL %s is not in the seen set", host, in, h)
+		h.Seen = append(h.Seen, hash)
+	}
+	entries := items.Val()
+	wait := func(members []string, place verify.Place) {
+		for _, m := range members {
+			hash, err := parseHash(m)
+			if err != nil {
+				rep.Addf("host %s: %s member %q is not a URL hash", name, place, m)
+				continue
+			}
+			it := store.Item{Host: name, Hash: hash}
+			switch entry, ok := entries[m]; {
+			case !ok:
+				rep.Addf("host %s: %s URL %s has no entry in %s", name, place, m, k.items)
+			default:
+				got, err := store.DecodeItem(name, 0, []byte(entry))
+				switch {
+				case err != nil:
+					rep.Addf("host %s: entry of %s: %v", name, m, err)
+				case got.Hash != hash:
+					rep.Addf("host %s: entry %s holds the URL %s of another hash", name, m, got.URL)
+				default:
+					it = got
+				}
+			}
+			h.Waiting = append(h.Waiting, verify.Waiting{Place: place, Item: it})
 		}
-		entry, ok := items.Val()[h]
-		if !ok {
-			problem("host %s: %s URL %s has no entry in %s", host, in, h, k.items)
-			return
-		}
-		it, err := store.DecodeItem(host, 0, []byte(entry))
-		switch {
-		case err != nil:
-			problem("host %s: entry of %s: %v", host, h, err)
-		case hashKey(it.Hash) != h:
-			problem("host %s: entry %s holds the URL %s of another hash", host, h, it.URL)
-		}
 	}
-	for _, h := range queue.Val() {
-		place(h, "queued")
+	wait(queue.Val(), verify.Queued)
+	wait(deferred.Val(), verify.Deferred)
+	if n, want := len(entries), len(queue.Val())+len(deferred.Val()); n != want {
+		rep.Addf("host %s: %d entries for %d queued and %d deferred URLs", name, n, len(queue.Val()), len(deferred.Val()))
 	}
-	for _, h := range deferred.Val() {
-		place(h, "deferred")
+	if left := len(queue.Val()) + len(deferred.Val()); left > 0 && !v.listed[name] {
+		rep.Addf("host %s: %d URLs left but the host is in no shard's ready set: no process will take it", name, left)
 	}
-	if n := len(items.Val()); n != len(queue.Val())+len(deferred.Val()) {
-		problem("host %s: %d entries for %d queued and %d deferred URLs", host, n, len(queue.Val()), len(deferred.Val()))
-	}
-	var pages, failed, statusSum, classSum int64
-	for h, rec := range results.Val() {
+	for m, rec := range results.Val() {
 		hash, r, err := store.DecodeResult([]byte(rec))
 		if err != nil {
-			problem("host %s: result %s: %v", host, h, err)
+			rep.Addf("host %s: result %s: %v", name, m, err)
 			continue
 		}
-		if hashKey(hash) != h {
-			problem("host %s: result %s is filed under another hash (%s)", host, r.URL, h)
+		if hashKey(hash) != m {
+			rep.Addf("host %s: result of %s is filed under another hash (%s)", name, r.URL, m)
 		}
-		if !seenSet[h] {
-			problem("host %s: result of %s is not in the seen set", host, r.URL)
-		}
-		if in, dup := where[h]; dup {
-			problem("host %s: %s is done and %s", host, r.URL, in)
-		}
-		where[h] = "done"
-		if r.Failed() {
-			failed++
-		} else {
-			pages++
-		}
+		h.Results = append(h.Results, verify.Done{Hash: hash, Result: r})
 	}
-	for h := range seenSet {
-		if _, ok := where[h]; !ok {
-			problem("host %s: URL %s was seen but is neither queued, deferred nor done: lost", host, h)
-		}
-	}
-	for f, v := range c {
-		switch {
-		case strings.HasPrefix(f, "s:"):
-			statusSum += atoi(v)
-		case strings.HasPrefix(f, "f:"):
-			classSum += atoi(v)
+	slices.SortFunc(h.Results, func(a, b verify.Done) int { return bytes.Compare(a.Hash[:], b.Hash[:]) })
+	if c := counts.Val(); len(c) > 0 {
+		h.Counts = &store.HostCounts{Queued: atoi(c["queued"]), Deferred: atoi(c["deferred"]),
+			Fetched: atoi(c["fetched"]), Failed: atoi(c["failed"])}
+		h.SeenCount = atoi(c["seen"])
+		for f, val := range c {
+			switch {
+			case strings.HasPrefix(f, "s:"):
+				status, err := strconv.Atoi(f[2:])
+				if err != nil {
+					rep.Addf("host %s: counter %s names no status", name, f)
+					continue
+				}
+				h.Tallies.AddStatus(status, atoi(val))
+			case strings.HasPrefix(f, "f:"):
+				h.Tallies.AddFailed(f[2:], atoi(val))
+			}
 		}
 	}
-	check := func(field string, want int64) {
-		if got := atoi(c[field]); got != want {
-			problem("host %s: counter %s is %d, the keys hold %d", host, field, got, want)
-		}
-	}
-	check("queued", int64(len(queue.Val())))
-	check("deferred", int64(len(deferred.Val())))
-	check("fetched", pages)
-	check("failed", failed)
-	check("seen", int64(len(seenSet)))
-	if statusSum != pages+failed {
-		problem("host %s: results by status add up to %d, not %d", host, statusSum, pages+failed)
-	}
-	if classSum != failed {
-		problem("host %s: failures by class add up to %d, not %d", host, classSum, failed)
-	}
-	if len(queue.Val())+len(deferred.Val()) > 0 && !listed {
-		problem("host %s: %d URLs left but the host is in no shard's ready set: no process will take it",
-			host, len(queue.Val())+len(deferred.Val()))
-	}
-	rep.Seen += int64(len(seenSet))
-	rep.Queued += int64(len(queue.Val()))
-	rep.Deferred += int64(len(deferred.Val()))
-	rep.Pages += pages
-	rep.Failed += failed
-	b, ok, err := br.Get(ctx, host)
-	if err != nil {
-		problem("host %s: breaker: %v", host, err)
+	if b, ok, err := v.br.Get(ctx, name); err != nil {
+		rep.Addf("host %s: %v", name, err)
 	} else if ok {
-		rep.Breakers++
+		h.Breaker = &b
 	}
-	ts, err := br.Transitions(ctx, host)
+	ts, err := v.br.Transitions(ctx, name)
 	if err != nil {
-		problem("host %s: transitions: %v", host, err)
+		rep.Addf("host %s: %v", name, err)
 	}
-	rep.Transitions += len(ts)
-	for i := 1; i < len(ts); i++ {
-		if ts[i].Generation <= ts[i-1].Generation {
-			problem("host %s: transition %d has generation %d after %d", host, i, ts[i].Generation, ts[i-1].Generation)
-		}
+	for i, t := range ts {
+		h.Transitions = append(h.Transitions, verify.Transition{Seq: uint64(i + 1), Transition: t})
 	}
-	if len(ts) > 0 && ok && ts[len(ts)-1].Generation > b.Generation {
-		problem("host %s: the breaker's generation %d is behind its last transition's %s", host, b.Generation,
-			strconv.FormatUint(ts[len(ts)-1].Generation, 10))
-	}
-	for _, raw := range cases.Val() {
-		rep.Cases++
-		cs, err := store.DecodeCase(0, []byte(raw))
+	for i, raw := range cases.Val() {
+		c, err := store.DecodeCase(uint64(i+1), []byte(raw))
 		if err != nil {
-			problem("host %s: case: %v", host, err)
+			rep.Addf("host %s: %v", name, err)
 			continue
 		}
-		if cs.Resolved.IsZero() && !b.Hold.Has(breaker.Case) {
-			problem("host %s: an open case (%s) but the breaker is not held by it", host, cs.URL)
+		h.Cases = append(h.Cases, verify.Case{Seq: uint64(i + 1), Case: c})
+	}
+	if data, err := robotsRules.Bytes(); err == nil {
+		if _, err := store.DecodeRobots(name, data); err != nil {
+			rep.Addf("host %s: %v", name, err)
 		}
 	}
-	return nil
+	return h, nil
 }
