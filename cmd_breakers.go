@@ -12,7 +12,6 @@ import (
 
 	"breakwater/control"
 	"breakwater/redisstore"
-	"breakwater/storage"
 	"breakwater/store"
 )
 
@@ -199,7 +198,7 @@ func withAPI(dbPath string, fn func(control.API) error) (err error) {
 		defer st.Close()
 		return fn(redisstore.NewAPI(st))
 	}
-	api, closeFn, err := control.Open(dbPath, func() (*storage.DB, error) { return openExisting(dbPath) })
+	api, closeFn, err := control.Open(dbPath, func() (control.ClosableFile, error) { return openExisting(dbPath) })
 	if err != nil {
 		return err
 	}
