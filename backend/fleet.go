@@ -61,7 +61,9 @@ func (f *fleet) HostPages(string) (int64, bool, error) {
 	return 0, false, store.Unsupported(f.Path(), "pages per host")
 }
 
-func (f *fleet) RequeueFailed() (int, error) { return 0, store.Unsupported(f.Path(), "failures queued again") }
+func (f *fleet) RequeueFailed() (int, error) {
+	return 0, store.Unsupported(f.Path(), "failures queued again")
+}
 
 func (f *fleet) StageRefreshes(uint64, time.Time, int) (store.RefreshScan, error) {
 	return store.RefreshScan{}, store.Unsupported(f.Path(), "refreshes")
