@@ -10,9 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"breakwater/backend"
 	"breakwater/control"
-	"breakwater/redisstore"
-	"breakwater/storage"
 	"breakwater/store"
 )
 
@@ -168,38 +167,25 @@ type target struct{ db, store *string }
 
 func targetFlags(fs *pflag.FlagSet, dbHelp string) target {
 	return target{db: fs.String("db", "breakwater.db", dbHelp),
-		store: fs.String("store", "", "a fleet crawl's store instead of --db: redis://[:PASSWORD@]HOST:PORT[/DB] (password also from $"+redisstore.PasswordEnv+")")}
+		store: fs.String("store", "", "a fleet crawl's store instead of --db: redis://[:PASSWORD@]HOST:PORT[/DB] (password also from $"+backend.PasswordEnv+")")}
 }
 
-func (t target) name() string {
-	if *t.store != "" {
-		return *t.store
-	}
-	return *t.db
-}
+func (t target) backend() backend.Target { return backend.Target{DB: *t.db, Store: *t.store} }
 
-// withAPI calls fn with the target's API; a --store that is no store URL
-// is a usage error, never read as a file's name.
-func (t target) withAPI(fn func(control.API) error) error {
-	if *t.store != "" && !redisstore.IsURL(*t.store) {
-		return usagef("--store %q: want redis://HOST:PORT[/DB] or rediss://...; a database file is given with --db", *t.store)
-	}
-	return withAPI(t.name(), fn)
-}
+func (t target) name() string { return t.backend().Name() }
 
-// withAPI calls fn with the API of the crawl on dbPath: the running crawl
+// withAPI calls fn with the target's API; a --store that is no store URL,
+// or a --db that does not exist, is a usage error.
+func (t target) withAPI(fn func(control.API) error) error { return withAPI(t.backend(), fn) }
+
+// withAPI calls fn with the API of the target's crawl: the running crawl
 // through its control socket, or else the file; or a fleet's store, which
 // every process of the fleet reads and writes.
-func withAPI(dbPath string, fn func(control.API) error) (err error) {
-	if redisstore.IsURL(dbPath) {
-		st, err := redisstore.Open(context.Background(), dbPath, redisstore.ReadOnly)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		return fn(redisstore.NewAPI(st))
+func withAPI(t backend.Target, fn func(control.API) error) (err error) {
+	api, closeFn, err := t.API(context.Background())
+	if errors.Is(err, backend.ErrTarget) {
+		return usageError{err}
 	}
-	api, closeFn, err := control.Open(dbPath, func() (*storage.DB, error) { return openExisting(dbPath) })
 	if err != nil {
 		return err
 	}

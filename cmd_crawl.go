@@ -1,9 +1,9 @@
 package main
 
 import (
+	"breakwater/backend"
 	"breakwater/metrics"
 	"breakwater/notify"
-	"breakwater/store"
 	"bufio"
 	"context"
 	"errors"
@@ -22,8 +22,6 @@ import (
 	"breakwater/control"
 	"breakwater/crawl"
 	"breakwater/fetch"
-	"breakwater/redisstore"
-	"breakwater/storage"
 )
 
 // crawlFlags binds the crawl command's flags, every one an entry of the
@@ -147,12 +145,8 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		switch {
 		case cmd.Store != "" && c.given("db"):
 			err = usagef("give --db (a file) or --store (a fleet's Redis), not both")
-		case cmd.Store != "":
-			// Whatever it holds: a --store that is no store URL is refused
-			// by the store, not taken for a file to crawl into alone.
-			err = crawlFleet(ctx, cmd.Store, c.vals, c.given, c.line, stdout)
 		default:
-			err = crawlInto(ctx, cmd.DB, c.vals, c.given, c.line, stdout)
+			err = crawlInto(ctx, backend.Target{DB: cmd.DB, Store: cmd.Store}, c.vals, c.given, c.line, stdout)
 		}
 	}
 	if err != nil && c.log.isJSON(stderr) {
@@ -271,37 +265,43 @@ const notifyGrace = 15 * time.Second
 // metricsEvery is how often --metrics-file is rewritten while a crawl runs.
 const metricsEvery = 15 * time.Second
 
-// crawlInto runs one crawl over the database at dbPath and reports how it
+// crawlInto runs one crawl over the target's store and reports how it
 // ended. given says which flags were on the command line: those change the
-// crawl's stored settings, and the file's settings fill in the rest. line,
-// if set, is where the progress line is drawn.
-func crawlInto(ctx context.Context, dbPath string, vals crawl.FlagValues, given func(string) bool, line *lineWriter, stdout io.Writer) (err error) {
-	if redisstore.IsURL(dbPath) {
-		return crawlFleet(ctx, dbPath, vals, given, line, stdout)
-	}
+// crawl's stored settings, and the store's settings fill in the rest. The
+// options the store cannot carry out are refused before it is opened.
+// line, if set, is where the progress line is drawn.
+func crawlInto(ctx context.Context, target backend.Target, vals crawl.FlagValues, given func(string) bool, line *lineWriter, stdout io.Writer) (err error) {
 	opts := vals.Options
-	fresh := !fileExists(dbPath)
-	db, err := storage.Open(dbPath, nil)
+	if err := opts.ValidateFor(target.Capabilities()); err != nil {
+		return usageError{err}
+	}
+	db, err := target.Open(ctx)
 	if err != nil {
 		return err
 	}
 	started := false
 	defer func() {
-		db.Close()
-		if fresh && !started {
-			os.Remove(dbPath) // a run refused before it began leaves no file behind
+		if started {
+			db.Close()
+		} else {
+			db.Discard() // a run refused before it began leaves no file behind
 		}
 	}()
-	if fresh && len(opts.Seeds) == 0 && opts.SeedsFile == "" {
-		return usagef("no seed URLs: give them as arguments or with --seeds (or resume an existing --db)")
+	if !db.HoldsCrawl() && len(opts.Seeds) == 0 && opts.SeedsFile == "" {
+		return usagef("no seed URLs: %s holds no crawl to resume; give them as arguments or with --seeds", db.Path())
 	}
-	removeStaleSeedCopies(dbPath, opts.SeedsFile)
-	return runEngine(ctx, db, dbPath, vals, given, line, stdout, &started)
+	if db.Capabilities().SoleWriter {
+		// No other run of this --db is using a copy: this one holds the store.
+		removeStaleSeedCopies(target.DB, opts.SeedsFile)
+	}
+	err = runEngine(ctx, db, vals, given, line, stdout, &started)
+	db.LogUsage(opts.Logger)
+	return err
 }
 
 // runEngine runs the crawl on an opened store; started is set once the
 // engine exists (the run was not refused).
-func runEngine(ctx context.Context, db crawl.Store, dbPath string, vals crawl.FlagValues, given func(string) bool, line *lineWriter, stdout io.Writer, started *bool) (err error) {
+func runEngine(ctx context.Context, db backend.Backend, vals crawl.FlagValues, given func(string) bool, line *lineWriter, stdout io.Writer, started *bool) (err error) {
 	changes, err := crawl.ResolveFlags(db, &vals, given)
 	if err != nil {
 		return usageError{err}
@@ -318,7 +318,7 @@ func runEngine(ctx context.Context, db crawl.Store, dbPath string, vals crawl.Fl
 		if perr != nil {
 			return usageError{perr}
 		}
-		opts.Notify = notify.New(target, dbPath, notify.Options{Logger: opts.Logger})
+		opts.Notify = notify.New(target, db.Path(), notify.Options{Logger: opts.Logger})
 		defer func() {
 			if err != nil && !errors.Is(err, pflag.ErrHelp) {
 				opts.Notify.Send("run-ended", map[string]any{"exit": codeOf(err), "err": err.Error()})
@@ -352,9 +352,8 @@ func runEngine(ctx context.Context, db crawl.Store, dbPath string, vals crawl.Fl
 	crawl.LogSettingChanges(opts.Logger, changes)
 	serveCtx, stopServing := context.WithCancel(ctx)
 	var served <-chan struct{}
-	if !redisstore.IsURL(dbPath) {
-		// A fleet's commands read the store itself, not one process.
-		served, err = control.Serve(serveCtx, control.SocketPath(dbPath), engine.Control(), opts.Logger)
+	if socket := db.SocketPath(); socket != "" {
+		served, err = control.Serve(serveCtx, socket, engine.Control(), opts.Logger)
 		if err != nil {
 			opts.Logger.Warn("control socket unavailable; status and pause work only after the crawl", "err", err)
 		}
@@ -585,27 +584,4 @@ func writeMetricsEvery(path string, m *metrics.Crawl, every time.Duration, log *
 		close(quit)
 		<-done
 	}
-}
-
-// crawlFleet runs this process's share of a fleet crawl on the Redis
-// store at storeURL. The store is checked (reachable, the password, the
-// server's version, this crawl's schema or empty) before anything is
-// written to it.
-func crawlFleet(ctx context.Context, storeURL string, vals crawl.FlagValues, given func(string) bool, line *lineWriter, stdout io.Writer) error {
-	opts := vals.Options
-	if err := opts.ValidateFleet(); err != nil {
-		return usageError{err}
-	}
-	st, err := redisstore.Open(ctx, storeURL, redisstore.Create)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if _, err := st.Settings(); errors.Is(err, store.ErrNotFound) && len(opts.Seeds) == 0 && opts.SeedsFile == "" {
-		return usagef("no seed URLs: the store %s holds no crawl yet; give them as arguments or with --seeds", st.Path())
-	}
-	started := false
-	err = runEngine(ctx, st, storeURL, vals, given, line, stdout, &started)
-	opts.Logger.Info("fleet store commands", "store", st.Path(), "commands", st.Commands())
-	return err
 }

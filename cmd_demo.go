@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"breakwater/backend"
 	"breakwater/control"
 	"breakwater/crawl"
 	"breakwater/demosite"
@@ -57,17 +58,19 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	opts := demoOptions(site)
 	opts.Logger = logger
 	// The status page, on a free loopback port, shows the breakers open and close.
+	target := backend.Target{DB: *dbPath}
 	vals := crawl.FlagValues{Options: opts, Command: crawl.CommandOptions{Listen: "127.0.0.1:0"}}
-	err = crawlInto(ctx, *dbPath, vals, func(string) bool { return true }, nil, stdout)
+	err = crawlInto(ctx, target, vals, func(string) bool { return true }, nil, stdout)
 	if err != nil && err != errWorkLeft {
 		return err
 	}
-	db, oerr := openExisting(*dbPath)
-	if oerr != nil {
-		return oerr
-	}
-	defer db.Close()
-	admin := control.NewOffline(db)
+	crawlErr := err
+	return withAPI(target, func(admin control.API) error { return showDemo(ctx, admin, crawlErr, *dbPath, keep, stdout) })
+}
+
+// showDemo shows what the demo's crawl did, read from the file it left;
+// err is how the crawl ended.
+func showDemo(ctx context.Context, admin control.API, err error, dbPath string, keep bool, stdout io.Writer) error {
 	st, serr := admin.Status()
 	if serr != nil {
 		return serr
@@ -87,7 +90,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for _, c := range cases {
 		fmt.Fprintf(stdout, "\ncase: %s refused us by name (status %d at %s): %q\n", c.Host, c.Status, c.URL, c.Excerpt)
 		if keep {
-			fmt.Fprintf(stdout, "  release it with: breakwater cases resolve %s --db %s\n", c.Host, *dbPath)
+			fmt.Fprintf(stdout, "  release it with: breakwater cases resolve %s --db %s\n", c.Host, dbPath)
 		} else {
 			fmt.Fprintln(stdout, "  (run the demo with --db FILE to keep the database, then try 'breakwater cases resolve HOST --db FILE')")
 		}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"breakwater/control"
-	"breakwater/storage"
 )
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -78,15 +77,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// openExisting opens a database that must already exist (the read commands
-// never create one by accident).
-func openExisting(path string) (*storage.DB, error) {
-	if !fileExists(path) {
-		return nil, usagef("--db %s: no such file", path)
-	}
-	return storage.Open(path, nil)
 }
 
 // printSettings shows the crawl's stored settings, one a line, by the

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"breakwater/backend"
 	"breakwater/crawl"
 	"breakwater/demosite"
 	"breakwater/storage"
@@ -248,7 +249,7 @@ func (r *runner) runEngine(ctx context.Context, name string, opts crawl.Options,
 }
 
 func crawlDB(ctx context.Context, opts crawl.Options, db *storage.DB) (crawl.Summary, error) {
-	e, err := crawl.New(opts, db)
+	e, err := crawl.New(opts, backend.File(db))
 	if err != nil {
 		return crawl.Summary{}, err
 	}

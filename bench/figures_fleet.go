@@ -1,11 +1,10 @@
 package bench
 
 import (
+	"breakwater/redisstore"
 	"fmt"
 	"strconv"
 	"strings"
-
-	"breakwater/crawl"
 )
 
 // TargetFleetRatio is the fleet's target: the most processes on Redis
@@ -35,7 +34,7 @@ func (r *Report) fleetSection() *Section {
 		store += " (a redis-server the bench started, no snapshots, no append-only file)"
 	}
 	s.Settings = []Setting{set("site", f.Site), set("workers", f.Workers), set("host concurrency", f.HostConcurrency),
-		set("hosts a process holds", crawl.FleetHosts(f.Workers, f.HostConcurrency)), set("store", store),
+		set("hosts a process holds", redisstore.HostsFor(f.Workers, f.HostConcurrency)), set("store", store),
 		set("redis", f.RedisVersion), set("passes", f.Passes)}
 	for _, run := range f.Runs {
 		if len(run.Passes) > 0 {

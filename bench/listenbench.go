@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"breakwater/backend"
 	"breakwater/crawl"
 	"breakwater/demosite"
 	"breakwater/metrics"
@@ -42,7 +43,7 @@ func (r *runner) listenCrawl(ctx context.Context, site *demosite.Site, plain *Cr
 	var engine *crawl.Engine
 	opts.Metrics = metrics.New(func() (metrics.Snapshot, error) { return engine.MetricsSnapshot() })
 	start := r.cfg.now()
-	if engine, err = crawl.New(opts, db); err != nil {
+	if engine, err = crawl.New(opts, backend.File(db)); err != nil {
 		ln.Close()
 		return nil, err
 	}

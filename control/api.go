@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"breakwater/storage"
 	"breakwater/store"
 )
 
@@ -120,10 +119,15 @@ type LiveHost struct {
 	FirstAttempts int
 }
 
-// ForEachResult is Results over a file: every result, or only failures,
-// read in short transactions (storage.ScanResults), so that a slow reader
-// at the far end of the socket never holds one open: a running crawl's
-// commit that grows the file would wait for it.
-func ForEachResult(db *storage.DB, failedOnly bool, fn func(*store.Result) error) error {
+// ResultScanner reads a crawl's results: every result, or only failures,
+// each URL once. The file reads them in short transactions, so that a
+// slow reader at the far end of the socket never holds one open: a
+// running crawl's commit that grows the file would wait for it.
+type ResultScanner interface {
+	ScanResults(failedOnly bool, fn func(*store.Result) error) error
+}
+
+// ForEachResult is Results over a store.
+func ForEachResult(db ResultScanner, failedOnly bool, fn func(*store.Result) error) error {
 	return db.ScanResults(failedOnly, fn)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"breakwater/storage"
 	"breakwater/store"
 )
 
@@ -74,10 +73,16 @@ func (c *Client) Results(failedOnly bool, fn func(*store.Result) error) error {
 	})
 }
 
+// ClosableFile is a File that Open closes when done with it.
+type ClosableFile interface {
+	File
+	Close() error
+}
+
 // Open returns the API of the database at dbPath: a Client when a crawl
 // answers on its control socket, otherwise an Offline over the file openDB
 // opens. closeFn releases what Open opened.
-func Open(dbPath string, openDB func() (*storage.DB, error)) (api API, closeFn func() error, err error) {
+func Open(dbPath string, openDB func() (ClosableFile, error)) (api API, closeFn func() error, err error) {
 	c := NewClient(SocketPath(dbPath))
 	_, err = c.Status()
 	if err == nil {

@@ -17,7 +17,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"breakwater/storage"
 	"breakwater/store"
 )
 
@@ -432,7 +431,7 @@ func TestServeFailsOnUnusablePath(t *testing.T) {
 func TestOpen(t *testing.T) {
 	t.Run("no crawl: the file", func(t *testing.T) {
 		db, path := openDB(t)
-		api, closeFn, err := Open(path, func() (*storage.DB, error) { return db, nil })
+		api, closeFn, err := Open(path, func() (ClosableFile, error) { return db, nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -449,7 +448,7 @@ func TestOpen(t *testing.T) {
 	t.Run("no crawl, no file", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "missing.db")
 		missing := errors.New("--db missing.db: no such file")
-		_, _, err := Open(path, func() (*storage.DB, error) { return nil, missing })
+		_, _, err := Open(path, func() (ClosableFile, error) { return nil, missing })
 		if !errors.Is(err, missing) || !strings.Contains(err.Error(), SocketPath(path)) {
 			t.Errorf("Open = %v, want the open error naming the socket", err)
 		}
@@ -457,7 +456,7 @@ func TestOpen(t *testing.T) {
 	t.Run("a crawl answers: the socket", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "crawl.db")
 		serveAt(t, SocketPath(path), newRecorder())
-		api, closeFn, err := Open(path, func() (*storage.DB, error) {
+		api, closeFn, err := Open(path, func() (ClosableFile, error) {
 			t.Error("Open opened the file though a crawl answers")
 			return nil, errors.New("unexpected")
 		})

@@ -6,15 +6,23 @@ import (
 	"time"
 
 	"breakwater/breaker"
-	"breakwater/storage"
 	"breakwater/store"
 )
+
+// File is what Offline needs of a database file no crawl holds
+// (*storage.DB): the reads, a host's breaker, and commits.
+type File interface {
+	Reader
+	ResultScanner
+	Breaker(host string) (breaker.Breaker, error)
+	Commit(b *store.Batch) (*store.Committed, error)
+}
 
 // Offline answers the API from a database file no crawl holds: breaker
 // state as the file stores it, and manual changes applied to it directly,
 // each in one commit.
 type Offline struct {
-	db *storage.DB
+	db File
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -22,7 +30,7 @@ type Offline struct {
 var _ API = (*Offline)(nil)
 
 // NewOffline answers the API from db.
-func NewOffline(db *storage.DB) *Offline { return &Offline{db: db} }
+func NewOffline(db File) *Offline { return &Offline{db: db} }
 
 func (o *Offline) now() time.Time {
 	if o.Now == nil {

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"breakwater/fetch"
-	"breakwater/redisstore"
-	"breakwater/storage"
 	"breakwater/store"
 	"breakwater/warc"
 )
@@ -23,18 +21,9 @@ func (e *Engine) openArchive() error {
 	if o.Dir == "" {
 		return nil
 	}
-	// In a fleet each process keeps its own files, named after the
-	// process (HOSTNAME-PID by default), and its own state in the store.
-	var state warc.Store
-	var name string
-	switch db := e.db.(type) {
-	case *storage.DB:
-		state = db
-	case *redisstore.Store:
-		state, name = db.ArchiveStore(e.fleetID()), e.fleetID()
-	default:
-		return fmt.Errorf("--warc: a store of type %T keeps no archive state", e.db)
-	}
+	// On a store several processes crawl, each keeps its own files, named
+	// after the process (HOSTNAME-PID by default), and its own state.
+	state, name := e.db.Archive(e.processID())
 	w, err := warc.Open(state, warc.Options{Dir: o.Dir, Prefix: o.Prefix, MaxFileSize: o.Size, Dedupe: o.Dedupe, Hostname: name,
 		KeepSecrets: o.Secrets == WARCSecretsKeep, Software: "breakwater/" + Version, Now: e.opts.Now, Logger: e.log,
 		Info: [][2]string{{"robots", "obey"}, {"http-header-user-agent", e.opts.UserAgent},

@@ -17,6 +17,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"breakwater/backend"
 	"breakwater/fetch"
 	"breakwater/spool"
 	"breakwater/warc"
@@ -101,7 +102,7 @@ func TestArchiveRobotsOnce(t *testing.T) {
 		opts := refreshOptions(aRootURL)
 		opts.WARC = WARCOptions{Dir: dir}
 		opts.Fetcher, opts.Now, opts.Logger = wired{r}, time.Now, rigLogger(t)
-		e, err := New(opts, r.db)
+		e, err := New(opts, backend.File(r.db))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +201,7 @@ func archivedRun(t *testing.T, r *refreshRig, dir string, dedupe bool) Summary {
 	opts := refreshOptions(aRootURL)
 	opts.WARC = WARCOptions{Dir: dir, Dedupe: dedupe}
 	opts.Fetcher, opts.Now, opts.Logger = wired{r}, time.Now, rigLogger(t)
-	e, err := New(opts, r.db)
+	e, err := New(opts, backend.File(r.db))
 	if err != nil {
 		t.Fatal(err)
 	}

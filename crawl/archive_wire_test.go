@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"breakwater/backend"
 	"breakwater/fetch/fetchtest"
 	"breakwater/warc"
 )
@@ -95,7 +96,7 @@ func TestArchivePayloadDigestsOverTheWire(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "warc")
 	opts.WARC = WARCOptions{Dir: dir, Dedupe: true}
 	r := newRefreshRig(t, site{}) // for its file only: the fetcher is the real one
-	e, err := New(opts, r.db)
+	e, err := New(opts, backend.File(r.db))
 	if err != nil {
 		t.Fatal(err)
 	}

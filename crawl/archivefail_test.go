@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"breakwater/backend"
 	"breakwater/redisstore"
 	"breakwater/redisstore/redistest"
 	"breakwater/storage"
@@ -41,7 +42,7 @@ func newArchiveRig(t *testing.T) *archiveRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return &archiveRig{t: t, db: db, store: db, dir: filepath.Join(t.TempDir(), "warc"),
+	return &archiveRig{t: t, db: db, store: backend.File(db), dir: filepath.Join(t.TempDir(), "warc"),
 		s: site{}.chain("a.test", 6).chain("b.test", 4)}
 }
 
@@ -56,7 +57,7 @@ func newFleetArchiveRig(t *testing.T) *archiveRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return &archiveRig{t: t, fleet: st, store: st, dir: filepath.Join(t.TempDir(), "warc"),
+	return &archiveRig{t: t, fleet: st, store: backend.Fleet(st), dir: filepath.Join(t.TempDir(), "warc"),
 		s: site{}.chain("a.test", 6).chain("b.test", 4), rand: func() float64 { return 0.01 }}
 }
 

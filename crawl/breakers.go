@@ -63,8 +63,8 @@ func (e *Engine) raiseCase(c store.Case) {
 // adjusted state is written back at once, so a crash right after does not
 // count the same downtime twice.
 func (e *Engine) loadBreakers() error {
-	if e.file == nil {
-		return nil // a fleet's breakers are read as their hosts are taken (fleet.go)
+	if e.caps.SharedBreakers {
+		return nil // read as the frontier takes their hosts (fleet.go)
 	}
 	lastRunning, err := e.db.RunningAt()
 	if err != nil {
@@ -86,7 +86,7 @@ func (e *Engine) loadBreakers() error {
 	// The running time starts again now: a run that stops before its first
 	// heartbeat must not have the same stopped hour taken off twice.
 	resumed.PutRunningAt(now)
-	if _, err := e.file.Commit(&resumed); err != nil {
+	if _, err := e.db.Commit(&resumed); err != nil {
 		return fmt.Errorf("store resumed breakers: %w", err)
 	}
 	return nil

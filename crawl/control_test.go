@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"breakwater/backend"
 	"breakwater/breaker"
 	"breakwater/crawl"
 	"breakwater/demosite"
@@ -32,7 +33,7 @@ func TestResolveCaseWhileRunning(t *testing.T) {
 	db := openDB(t, "")
 	const host = "held.example"
 	heldByCase(t, db, host)
-	e, err := crawl.New(testOptions(t, site.Roots()...), db)
+	e, err := crawl.New(testOptions(t, site.Roots()...), backend.File(db))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func TestResolveCaseAfterStopLeavesCaseOpen(t *testing.T) {
 	db := openDB(t, "")
 	const host = "held.example"
 	heldByCase(t, db, host)
-	e, err := crawl.New(testOptions(t), db)
+	e, err := crawl.New(testOptions(t), backend.File(db))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"breakwater/backend"
 	"breakwater/storage"
 )
 
@@ -31,7 +32,7 @@ func TestFullDatabaseEndsTheRunAtOnce(t *testing.T) {
 		opts := rigOptions(chainURL("a.test", 0), chainURL("slow.test", 0))
 		opts.Timeout = time.Hour
 		opts.Fetcher, opts.Now, opts.Logger = f, time.Now, rigLogger(t)
-		e, err := New(opts, db)
+		e, err := New(opts, backend.File(db))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"breakwater/backend"
 	"breakwater/crawl"
 	"breakwater/demosite"
 	"breakwater/store"
@@ -49,7 +50,7 @@ func crawlThroughOutage(t *testing.T, guardHosts int, stopAfter time.Duration) o
 
 	ctx, cancel := context.WithCancel(testContext(t, 90*time.Second))
 	defer cancel()
-	e, err := crawl.New(opts, db)
+	e, err := crawl.New(opts, backend.File(db))
 	if err != nil {
 		t.Fatal(err)
 	}

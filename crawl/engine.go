@@ -24,9 +24,8 @@ import (
 type Engine struct {
 	opts    Options
 	db      Store
-	file    fileStore // nil for a fleet crawl
-	front   crawlFrontier
-	fleet   fleetFrontier // nil unless the store is a fleet's
+	caps    store.Capabilities // what db can do (see Store)
+	front   frontier.Queue
 	fetcher Fetcher
 	archive *warc.Writer // nil without --warc
 	// closeHost closes one host's connections when its circuit opens; a
@@ -131,13 +130,11 @@ func New(opts Options, db Store) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	file, _ := db.(fileStore)
-	if file == nil {
-		if err := opts.ValidateFleet(); err != nil {
-			return nil, err
-		}
+	caps := db.Capabilities()
+	if err := opts.ValidateFor(caps); err != nil {
+		return nil, err
 	}
-	e := &Engine{opts: opts, db: db, file: file, token: robots.ProductToken(opts.UserAgent), log: opts.Logger,
+	e := &Engine{opts: opts, db: db, caps: caps, token: robots.ProductToken(opts.UserAgent), log: opts.Logger,
 		hosts: newHostTable(opts.Delay), pages: map[store.Hash]bool{}, hostPages: newHostPages(opts.MaxPagesPerHost),
 		runStart: opts.Now(), halted: make(chan struct{})}
 	e.budget = NewRetryBudget(opts.RetryBudget, time.Minute, 3)
@@ -275,8 +272,8 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 		// file's count tells them (it can also fall, as --retry-failed and
 		// refreshes replace results).
 		Fetched: e.fetched.Load(), Failed: e.failed.Load(), ArchiveRetries: e.archiveRetries.Load()}
-	if e.file != nil {
-		// Only one process writes the file: its count is this run's.
+	if e.caps.SoleWriter {
+		// Only this process writes the store: its count is this run's.
 		sum.Failed = max(sum.Failed, counts.Failed-before.Failed-e.skipped.Load())
 	}
 	if len(e.opts.Seeds) == 0 && e.opts.SeedsFile == "" {
@@ -320,7 +317,7 @@ func (e *Engine) why(ctx context.Context, sum Summary) string {
 		return fmt.Sprintf("--max-pages %d reached", e.opts.MaxPages)
 	case e.opts.MaxDuration > 0 && sum.Duration >= e.opts.MaxDuration:
 		return fmt.Sprintf("--max-duration %s reached", e.opts.MaxDuration)
-	case sum.HeldWork > 0 && e.fleet != nil:
+	case sum.HeldWork > 0 && !e.caps.SoleWriter:
 		// A fleet counts held hosts, not URLs, and a process ends by itself
 		// only when nothing else is left anywhere.
 		return fmt.Sprintf("only URLs of held hosts are left (hosts held, paused or with a case: %d): they wait for a person", sum.HeldWork)
@@ -479,7 +476,7 @@ func (e *Engine) prepareSeeds() error {
 		return fmt.Errorf("store crawl settings: %w", err)
 	}
 	if e.opts.RetryFailed {
-		n, err := e.file.RequeueFailed()
+		n, err := e.db.RequeueFailed()
 		if err != nil {
 			return err
 		}

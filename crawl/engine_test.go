@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"breakwater/backend"
 	"breakwater/breaker"
 	"breakwater/crawl"
 	"breakwater/demosite"
@@ -103,7 +104,7 @@ func testOptions(t testing.TB, seeds ...string) crawl.Options {
 // the test instead of the whole package.
 func runCrawl(t testing.TB, ctx context.Context, db *storage.DB, opts crawl.Options) crawl.Summary {
 	t.Helper()
-	e, err := crawl.New(opts, db)
+	e, err := crawl.New(opts, backend.File(db))
 	if err != nil {
 		t.Fatalf("new engine: %v", err)
 	}
@@ -567,7 +568,7 @@ func TestCrawlRefusesBlockedSeeds(t *testing.T) {
 	opts := testOptions(t, site.Roots()[0], "http://localhost:1/x")
 	opts.AllowPrivate = false
 
-	_, err := crawl.New(opts, db)
+	_, err := crawl.New(opts, backend.File(db))
 
 	var blocked *crawl.SeedsBlockedError
 	if !errors.As(err, &blocked) || blocked.Seeds != 2 ||

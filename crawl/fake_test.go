@@ -20,6 +20,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"breakwater/backend"
 	"breakwater/breaker"
 	"breakwater/fetch"
 	"breakwater/frontier"
@@ -223,7 +224,7 @@ func newRig(t *testing.T, opts Options, f *fakeFetcher) *rig {
 	opts.Fetcher = f
 	opts.Now = time.Now
 	opts.Logger = rigLogger(t)
-	e, err := New(opts, db)
+	e, err := New(opts, backend.File(db))
 	if err != nil {
 		db.Close()
 		t.Fatalf("new engine: %v", err)

@@ -150,7 +150,7 @@ func (e *Engine) hostPageCount(host string) (*hostPageCount, error) {
 	if ok {
 		return c, nil
 	}
-	n, stored, err := e.file.HostPages(host) // outside the lock: workers on other hosts go on
+	n, stored, err := e.db.HostPages(host) // outside the lock: workers on other hosts go on
 	if err != nil {
 		return nil, err
 	}
@@ -171,10 +171,10 @@ func (e *Engine) hostPageCount(host string) (*hostPageCount, error) {
 // isRefresh reports whether it refreshes a page the crawl has (as opposed
 // to a failure queued again, which is asked for anew).
 func (e *Engine) isRefresh(it store.Item) bool {
-	if it.Replaces == 0 || e.file == nil {
+	if it.Replaces == 0 {
 		return false
 	}
-	_, err := e.file.Replaced(it)
+	_, err := e.db.Replaced(it)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		e.log.Warn("read the result a URL replaces", "url", it.URL, "err", err)
 		return true // fetch it uncounted rather than record a page as capped

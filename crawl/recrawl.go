@@ -69,7 +69,7 @@ func (e *Engine) refreshTick(now time.Time) {
 		chunk = refreshChunk
 	}
 	for until := now.Add(refreshBudget); ; {
-		scan, err := e.file.StageRefreshes(r.after, now.Add(-e.opts.RecrawlAfter), chunk)
+		scan, err := e.db.StageRefreshes(r.after, now.Add(-e.opts.RecrawlAfter), chunk)
 		if err != nil {
 			e.log.Error("stage refreshes", "err", err)
 			e.endPass(now)
@@ -108,10 +108,10 @@ func (e *Engine) endPass(now time.Time) {
 func (e *Engine) pageRequest(x *exchange) fetch.Request {
 	it := x.lease.Item
 	req := fetch.Request{URL: it.URL, WithoutSecrets: e.withoutSecrets(it.Host)}
-	if it.Replaces == 0 || e.file == nil {
+	if it.Replaces == 0 {
 		return req
 	}
-	prior, err := e.file.Replaced(it)
+	prior, err := e.db.Replaced(it)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return req

@@ -17,6 +17,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"breakwater/backend"
 	"breakwater/breaker"
 	"breakwater/fetch"
 	"breakwater/storage"
@@ -105,7 +106,7 @@ func (r *refreshRig) set(url string, p page) {
 func (r *refreshRig) run(opts Options, before func(*Engine)) Summary {
 	r.t.Helper()
 	opts.Fetcher, opts.Now, opts.Logger = r, time.Now, rigLogger(r.t)
-	e, err := New(opts, r.db)
+	e, err := New(opts, backend.File(r.db))
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"breakwater/backend"
 	"breakwater/breaker"
 	"breakwater/storage"
 	"breakwater/store"
@@ -173,7 +174,7 @@ func TestResumedDownTimeIsTakenOffOnce(t *testing.T) {
 			time.Sleep(time.Hour) // the crawler is stopped
 			opts := DefaultOptions()
 			opts.Fetcher, opts.Logger = siteFetcher(site{}), rigLogger(t)
-			e, err := New(opts, db)
+			e, err := New(opts, backend.File(db))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,73 +1,44 @@
 package crawl
 
 import (
-	"context"
 	"time"
 
-	"breakwater/breaker"
 	"breakwater/control"
 	"breakwater/frontier"
 	"breakwater/robots"
-	"breakwater/storage"
 	"breakwater/store"
+	"breakwater/warc"
 )
 
-// Store is what the engine reads and writes of a crawl outside its
-// frontier: the bbolt file (*storage.DB), or the fleet's Redis store
-// (*redisstore.Store), which New recognises and runs a fleet frontier on.
+// Store is what the engine reads and writes of a crawl, whichever store
+// keeps it: the CLI opens one (see package backend) and hands it to New.
+// The engine asks the store what it can do (Capabilities), never which it
+// is; the methods an absent capability names are never called.
 type Store interface {
 	control.Reader
+	// Capabilities says what the store can do beyond what every store does.
+	Capabilities() store.Capabilities
+	// OpenFrontier opens the frontier the workers lease from.
+	OpenFrontier(cfg frontier.Config) (frontier.Queue, error)
+	// Archive is where the WARC writer of process keeps its state, and the
+	// name its files carry ("" for the writer's default, the host name).
+	Archive(process string) (state warc.Store, name string)
 	Path() string
 	PutSettings(data []byte) error
 	Robots(host string) (*robots.Rules, error)
 	Seen(h store.Hash) bool
 	RunningAt() (time.Time, error)
 	ScanResults(failedOnly bool, fn func(r *store.Result) error) error
-}
-
-// fileStore is what only the file offers: a fleet crawl refuses the
-// options that need it (see Options.ValidateFleet).
-type fileStore interface {
-	Store
-	HostPages(host string) (n int64, stored bool, err error)
+	// Replaced is the stored result a queued item replaces (its
+	// Item.Replaces); store.ErrNotFound when the store has none.
 	Replaced(it store.Item) (*store.Result, error)
-	RequeueFailed() (int, error)
-	StageRefreshes(after uint64, staleBefore time.Time, limit int) (store.RefreshScan, error)
+	// Commit writes b at once, outside the frontier; for a store whose
+	// breakers are not shared, before the frontier opens.
 	Commit(b *store.Batch) (*store.Committed, error)
+	// HostPages needs Capabilities.HostPageCap.
+	HostPages(host string) (n int64, stored bool, err error)
+	// RequeueFailed needs Capabilities.RetryFailed.
+	RequeueFailed() (int, error)
+	// StageRefreshes needs Capabilities.Refresh.
+	StageRefreshes(after uint64, staleBefore time.Time, limit int) (store.RefreshScan, error)
 }
-
-// crawlFrontier is the frontier the workers lease from: the file's
-// (*frontier.Frontier) or the fleet's (*redisstore.Frontier).
-type crawlFrontier interface {
-	Add(items ...store.Item) error
-	Next(ctx context.Context) (*frontier.Lease, error)
-	Release(l *frontier.Lease)
-	Started(l *frontier.Lease, next time.Time)
-	CompleteWith(l *frontier.Lease, r *store.Result, discovered []store.Item, attach any) error
-	Defer(l *frontier.Lease, it store.Item, due time.Time) error
-	Park(host string, until time.Time)
-	Unpark(host string, now time.Time)
-	Hold(host string)
-	Unhold(host string)
-	FailHost(host string, template store.Result) error
-	Feed() (done func())
-	HeldWork() int
-	InFlight() int
-	Failed() <-chan struct{}
-	Submit(fn func(*store.Batch)) error
-	Close() error
-}
-
-// fleetFrontier is what a fleet frontier adds: the shared breakers.
-type fleetFrontier interface {
-	crawlFrontier
-	// Outcome hands one outcome to the host's shared breaker.
-	Outcome(t breaker.Ticket, c breaker.Class, detail string, at time.Time)
-	// TryProbe takes the fleet's probe gate of a half-open host.
-	TryProbe(host string, generation uint64) (bool, error)
-}
-
-var (
-	_ crawlFrontier = (*frontier.Frontier)(nil)
-	_ fileStore     = (*storage.DB)(nil)
-)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"breakwater/backend"
 	"breakwater/crawl"
 	"breakwater/fetch"
 	"breakwater/storage"
@@ -102,7 +103,7 @@ func TestRedirectIntoBlockedAddressIsBlocked(t *testing.T) {
 	opts.Workers, opts.Delay, opts.Sitemaps, opts.Retries = 4, 0, false, 0
 	opts.StopGrace = 0
 	opts.Logger = slog.New(slog.DiscardHandler)
-	e, err := crawl.New(opts, db)
+	e, err := crawl.New(opts, backend.File(db))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,23 @@ import (
 	"sync"
 	"time"
 
-	"breakwater/storage"
 	"breakwater/store"
 )
+
+// File is what the frontier keeps its queue in: the crawl's database file
+// (*storage.DB). The frontier is its only writer while it is open.
+type File interface {
+	// NextDue is the due time (Unix ns) of the earliest deferred URL.
+	NextDue() (due int64, ok bool, err error)
+	// LoadQueued reads up to limit queued URLs of host after afterSeq.
+	LoadQueued(host string, afterSeq uint64, limit int) ([]store.Item, error)
+	// ForEachHost calls fn with every host's counters.
+	ForEachHost(fn func(host string, c store.HostCounts) error) error
+	// Commit writes b in one transaction.
+	Commit(b *store.Batch) (*store.Committed, error)
+	// Path names the file in errors.
+	Path() string
+}
 
 // ErrExhausted is returned by Next when no URL is queued, deferred or in
 // flight, except possibly URLs of held hosts (see HeldWork).
@@ -99,7 +113,7 @@ type Lease struct {
 
 // Frontier is the crawl's durable, politeness-aware URL queue.
 type Frontier struct {
-	db   *storage.DB
+	db   File
 	opts Options
 
 	writer *writer
@@ -136,7 +150,7 @@ type Frontier struct {
 
 // Open loads the scheduler's view of the queue from db and starts the writer.
 // URLs that were in flight when a previous run died are simply still queued.
-func Open(db *storage.DB, opts Options) (*Frontier, error) {
+func Open(db File, opts Options) (*Frontier, error) {
 	opts = opts.withDefaults()
 	f := &Frontier{db: db, opts: opts, hosts: make(map[string]*hostQueue), wake: make(chan struct{}),
 		ready:   hostHeap{less: readySooner, place: func(h *hostQueue) *int { return &h.index }},

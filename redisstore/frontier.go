@@ -61,6 +61,16 @@ type FrontierOptions struct {
 	Logger  *slog.Logger
 }
 
+// HostsFor is how many hosts with work a process of workers, each host
+// taking up to hostConcurrency of them, holds (FrontierOptions.Hosts):
+// enough to keep its workers busy twice over, and no more, so that the
+// hosts of a crawl are spread over the fleet instead of held by the first
+// process.
+func HostsFor(workers, hostConcurrency int) int {
+	hostConcurrency = max(hostConcurrency, 1)
+	return max(8, 2*((workers+hostConcurrency-1)/hostConcurrency))
+}
+
 func (o FrontierOptions) withDefaults() FrontierOptions {
 	if o.HostConcurrency <= 0 {
 		o.HostConcurrency = 1

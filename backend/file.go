@@ -1,0 +1,52 @@
+package backend
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+
+	"breakwater/control"
+	"breakwater/frontier"
+	"breakwater/storage"
+	"breakwater/store"
+	"breakwater/warc"
+)
+
+// fileCapabilities: one process crawls a file and keeps everything in it.
+var fileCapabilities = store.Capabilities{Name: "--db", Refresh: true, RetryFailed: true, HostPageCap: true,
+	SoleWriter: true}
+
+// file is a crawl's database file.
+type file struct {
+	*storage.DB
+	existed bool // the file was there before it was opened
+}
+
+// File is the backend of a database file already open, which stays the
+// caller's: Discard closes it and removes nothing.
+func File(db *storage.DB) Backend { return &file{DB: db, existed: true} }
+
+func (f *file) Capabilities() store.Capabilities { return fileCapabilities }
+
+func (f *file) OpenFrontier(cfg frontier.Config) (frontier.Queue, error) {
+	return frontier.Open(f.DB, frontier.Options{HostConcurrency: cfg.HostConcurrency, Archive: cfg.Archive,
+		Now: cfg.Now, Logger: cfg.Logger})
+}
+
+// Archive keeps the archive's state in the file; the files are named after
+// the host.
+func (f *file) Archive(string) (warc.Store, string) { return f.DB, "" }
+
+func (f *file) HoldsCrawl() bool { return f.existed }
+
+func (f *file) SocketPath() string { return control.SocketPath(f.Path()) }
+
+func (f *file) LogUsage(*slog.Logger) {}
+
+func (f *file) Discard() error {
+	err := f.Close()
+	if !f.existed {
+		err = errors.Join(err, os.Remove(f.Path()))
+	}
+	return err
+}

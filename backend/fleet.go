@@ -1,0 +1,91 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"breakwater/frontier"
+	"breakwater/redisstore"
+	"breakwater/store"
+	"breakwater/warc"
+)
+
+// fleetCapabilities: every process of a fleet crawls the store at once and
+// shares the hosts' breakers through it; it keeps no refresh lanes, no
+// per-host page counts and no way to queue failures again yet.
+var fleetCapabilities = store.Capabilities{Name: "--store redis://", SharedBreakers: true}
+
+// fleet is a fleet's store on Redis.
+type fleet struct {
+	*redisstore.Store
+	holdsCrawl bool
+}
+
+// Fleet is the backend of a fleet's store already open, which Close and
+// Discard close.
+func Fleet(st *redisstore.Store) Backend {
+	_, err := st.Settings()
+	return &fleet{Store: st, holdsCrawl: !errors.Is(err, store.ErrNotFound)}
+}
+
+func (f *fleet) Capabilities() store.Capabilities { return fleetCapabilities }
+
+// OpenFrontier starts the process's fleet frontier, which holds enough
+// hosts to keep its workers busy (redisstore.HostsFor) and shares their
+// breakers.
+func (f *fleet) OpenFrontier(cfg frontier.Config) (frontier.Queue, error) {
+	o := redisstore.FrontierOptions{ID: cfg.Process, HostConcurrency: cfg.HostConcurrency,
+		Hosts: redisstore.HostsFor(cfg.Workers, cfg.HostConcurrency), Lease: cfg.Lease,
+		Breakers: redisstore.NewBreakers(f.Client(), cfg.Breaker), OnClaim: cfg.OnClaim, OnBreaker: cfg.OnBreaker,
+		Archive: cfg.Archive, Now: cfg.Now, Logger: cfg.Logger}
+	return fleetQueue{redisstore.OpenFrontier(f.Store, o)}, nil
+}
+
+// Archive keeps each process's archive state apart, and names its files
+// after the process.
+func (f *fleet) Archive(process string) (warc.Store, string) { return f.ArchiveStore(process), process }
+
+// Replaced finds nothing: no URL of a fleet's store replaces a result (it
+// neither refreshes pages nor queues failures again).
+func (f *fleet) Replaced(store.Item) (*store.Result, error) { return nil, store.ErrNotFound }
+
+// Commit is not for a fleet's store: every write goes through a process's
+// frontier.
+func (f *fleet) Commit(*store.Batch) (*store.Committed, error) {
+	return nil, store.Unsupported(f.Path(), "a commit outside the frontier")
+}
+
+func (f *fleet) HostPages(string) (int64, bool, error) {
+	return 0, false, store.Unsupported(f.Path(), "pages per host")
+}
+
+func (f *fleet) RequeueFailed() (int, error) {
+	return 0, store.Unsupported(f.Path(), "failures queued again")
+}
+
+func (f *fleet) StageRefreshes(uint64, time.Time, int) (store.RefreshScan, error) {
+	return store.RefreshScan{}, store.Unsupported(f.Path(), "refreshes")
+}
+
+func (f *fleet) HoldsCrawl() bool { return f.holdsCrawl }
+
+// SocketPath is none: a fleet's commands read the store itself, not one
+// process.
+func (f *fleet) SocketPath() string { return "" }
+
+func (f *fleet) LogUsage(log *slog.Logger) {
+	log.Info("fleet store commands", "store", f.Path(), "commands", f.Commands())
+}
+
+func (f *fleet) Discard() error { return f.Close() }
+
+// fleetQueue gives the fleet frontier the engine's names.
+type fleetQueue struct{ *redisstore.Frontier }
+
+func (q fleetQueue) TryProbe(host string, generation uint64) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return q.Frontier.TryProbe(ctx, host, generation)
+}

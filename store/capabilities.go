@@ -1,0 +1,47 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Capabilities says what a crawl's store can do beyond what every store
+// does (queue, results, robots.txt, cases, settings, archive state). The
+// engine asks it instead of asking which store it runs on: an option that
+// needs what the store lacks is refused before the crawl starts, and the
+// store's methods for it are then never called.
+type Capabilities struct {
+	// Name is how a refusal names the store: the flag that gives it and,
+	// for a URL, its scheme ("--db", "--store redis://").
+	Name string
+	// Refresh: the store keeps refresh lanes (StageRefreshes and the
+	// QueueRefreshes operation), for --recrawl-after.
+	Refresh bool
+	// RetryFailed: the store can queue its failed URLs again
+	// (RequeueFailed), for --retry-failed.
+	RetryFailed bool
+	// HostPageCap: the store counts the pages requested of each host
+	// (HostPages and the PutHostPages operation), for --max-pages-per-host.
+	HostPageCap bool
+	// SharedBreakers: the hosts' breakers are kept in the store, shared by
+	// every process crawling it, and change only through the frontier's
+	// Outcome; the engine loads a host's breaker as its frontier takes the
+	// host, never writes breakers or transitions in a batch, and a
+	// half-open probe must also take the store's probe gate. Without it
+	// the breakers are the engine's own, read when the crawl starts and
+	// written through batches.
+	SharedBreakers bool
+	// SoleWriter: one process at a time crawls the store, so its counts
+	// change over a run by that run alone. A store several processes crawl
+	// at once names each by its process ID (FleetOptions.ID).
+	SoleWriter bool
+}
+
+// ErrUnsupported is returned by a store's method for what its
+// Capabilities say it cannot do.
+var ErrUnsupported = errors.New("not supported by this store")
+
+// Unsupported is ErrUnsupported for what, named by the store.
+func Unsupported(store, what string) error {
+	return fmt.Errorf("%s: %s: %w", store, what, ErrUnsupported)
+}
