@@ -212,3 +212,18 @@ func mustRun(t *testing.T, want int, args ...string) runResult {
 	}
 	return runResult{stdout.String(), stderr.String()}
 }
+
+// helpFlags lists the flags crawl --help shows, in order.
+func helpFlags(help string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`(?m)^\s+--([a-z-]+)`).FindAllStringSubmatch(help, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// flagLine returns the --help line of flag name.
+func flagLine(help, name string) string {
+	re := regexp.MustCompile(`(?m)^\s+(-\w, )?--` + regexp.QuoteMeta(name) + `\b.*$`)
+	return re.FindString(help)
+}

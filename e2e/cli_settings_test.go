@@ -415,15 +415,6 @@ func TestSeedsFromAPipe(t *testing.T) {
 	}
 }
 
-// helpFlags lists the flags crawl --help shows, in order.
-func helpFlags(help string) []string {
-	var out []string
-	for _, m := range regexp.MustCompile(`(?m)^\s+--([a-z-]+)`).FindAllStringSubmatch(help, -1) {
-		out = append(out, m[1])
-	}
-	return out
-}
-
 // The issue's cron case: a resume that gives no flags keeps notifying,
 // and status shows the webhook without its path (a token, often).
 func TestResumeKeepsNotifying(t *testing.T) {
