@@ -71,3 +71,17 @@ func TestNoIssueNumbersInCode(t *testing.T) {
 		f.Close()
 	}
 }
+
+// TestEngineKnowsNoStore: the engine runs on interfaces; which store it
+// runs on is the backend package's business alone.
+func TestEngineKnowsNoStore(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "breakwater/crawl").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == "breakwater/storage" || dep == "breakwater/redisstore" {
+			t.Errorf("crawl depends on %s", dep)
+		}
+	}
+}
