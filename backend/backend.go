@@ -128,8 +128,8 @@ func (t Target) Open(ctx context.Context) (Backend, error) {
 // opened. The store must exist: API creates nothing.
 func (t Target) API(ctx context.Context) (api control.API, closeFn func() error, err error) {
 	if t.Store != "" {
-		if !redisstore.IsURL(t.Store) {
-			return nil, nil, targetError{fmt.Sprintf("--store %q: want redis://HOST:PORT[/DB] or rediss://...; a database file is given with --db", t.Store)}
+		if err := t.checkStoreURL(); err != nil {
+			return nil, nil, err
 		}
 		st, err := redisstore.Open(ctx, t.Store, redisstore.ReadOnly)
 		if err != nil {

@@ -3,10 +3,6 @@ package cli
 // Tests of what the commands print, run on their internals.
 
 import (
-	"breakwater/control"
-	"breakwater/crawl"
-	"breakwater/redisstore"
-	"breakwater/store"
 	"bufio"
 	"bytes"
 	"context"
@@ -20,6 +16,11 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"breakwater/backend"
+	"breakwater/control"
+	"breakwater/crawl"
+	"breakwater/store"
 )
 
 // While the local-fault guard pauses a running crawl, status says so first
@@ -127,8 +128,8 @@ func TestCrawlHelpAgreesWithTheOtherCommands(t *testing.T) {
 			t.Errorf("--%s: the table says %q (default %q), the log flags %q (default %q)", name, f.Help, f.Default(), got.Usage, got.DefValue)
 		}
 	}
-	if f, _ := crawl.LookupFlag("store"); !strings.Contains(f.Help, "$"+redisstore.PasswordEnv) {
-		t.Errorf("--store's help does not name $%s: %s", redisstore.PasswordEnv, f.Help)
+	if f, _ := crawl.LookupFlag("store"); !strings.Contains(f.Help, "$"+backend.PasswordEnv) {
+		t.Errorf("--store's help does not name $%s: %s", backend.PasswordEnv, f.Help)
 	}
 }
 

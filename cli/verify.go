@@ -9,9 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"breakwater/backend"
 	"breakwater/crawl"
-	"breakwater/redisstore"
-	"breakwater/storage"
 	"breakwater/store"
 	"breakwater/verify"
 	"breakwater/warc"
@@ -67,20 +66,17 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usagef("verify: give --db or --store, not both")
 	case *storeURL != "" && *warcDir != "":
 		return usagef("verify: --warc checks a file's archive; with --store, each process's WARC files are checked with warc-check")
-	case *storeURL != "" && !redisstore.IsURL(*storeURL):
-		return usagef("--store %q: want redis://HOST:PORT[/DB] or rediss://...; a database file is given with --db", *storeURL)
-	case *storeURL != "":
-		return verifyStore(ctx, *storeURL, *maxProblems, *asJSON, stdout)
-	case *dbPath == "":
+	case *storeURL == "" && *dbPath == "":
 		return usagef("verify: --db FILE or --store URL is required")
-	case !fileExists(*dbPath):
-		return usagef("--db %s: no such file", *dbPath)
 	}
-	// Every page is walked before bbolt reads the file: a damaged one is
+	// A file's every page is walked before bbolt reads it: a damaged one is
 	// reported, never a fault.
-	db, err := storage.Open(*dbPath, &storage.Options{ReadOnly: true, CheckPages: true})
-	var damaged *storage.DamageError
-	if errors.As(err, &damaged) {
+	src, err := backend.Target{DB: *dbPath, Store: *storeURL}.OpenReadOnly(ctx)
+	var damaged *backend.DamageError
+	switch {
+	case errors.Is(err, backend.ErrTarget):
+		return usageError{err}
+	case errors.As(err, &damaged):
 		rep := verify.NewReport(*maxProblems)
 		rep.PagesDamaged = true
 		for _, p := range damaged.Problems {
@@ -88,27 +84,25 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		rep.Omitted += damaged.Omitted
 		return reportVerify(VerifyReport{DB: *dbPath}, rep, *asJSON, stdout)
-	}
-	if errors.Is(err, storage.ErrLocked) {
+	case errors.Is(err, backend.ErrLocked):
 		// bbolt lets no reader in beside a writer: a running crawl's file
 		// can be verified only once it stops.
 		return fmt.Errorf("verify %s: the file is locked, a crawl is running on it: verify it once the crawl has stopped", *dbPath)
-	}
-	if err != nil {
+	case err != nil:
 		return err
 	}
-	defer db.Close()
-	out := VerifyReport{DB: *dbPath, WARC: *warcDir}
+	defer src.Close()
+	out := VerifyReport{DB: src.Path(), WARC: *warcDir}
 	opts := verify.Options{MaxProblems: *maxProblems}
 	var archiveProblems []string
 	if *warcDir != "" {
-		archiveProblems, err = readArchive(db, *warcDir, &opts)
+		archiveProblems, err = readArchive(src, *warcDir, &opts)
 		if err != nil {
 			return err
 		}
 		out.ArchivedURLs = len(opts.Archive)
 	}
-	rep, err := db.Verify(opts)
+	rep, err := src.Verify(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -116,21 +110,6 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		rep.Addf("%s", p)
 	}
 	return reportVerify(out, rep, *asJSON, stdout)
-}
-
-// verifyStore checks a fleet's store: the same invariants as a file's,
-// into the same report.
-func verifyStore(ctx context.Context, storeURL string, maxProblems int, asJSON bool, stdout io.Writer) error {
-	st, err := redisstore.Open(ctx, storeURL, redisstore.ReadOnly)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	rep, err := st.Verify(ctx, verify.Options{MaxProblems: maxProblems})
-	if err != nil {
-		return err
-	}
-	return reportVerify(VerifyReport{DB: st.Path()}, rep, asJSON, stdout)
 }
 
 // reportVerify prints rep and tells its verdict by the error.
@@ -190,7 +169,7 @@ func printVerify(w io.Writer, r VerifyReport) {
 // readArchive reads the WARC files in dir into opts and returns what is
 // wrong with the archive itself: warc-check's problems, unfinished files,
 // and a file the database names that is not there.
-func readArchive(db *storage.DB, dir string, opts *verify.Options) ([]string, error) {
+func readArchive(db backend.ReadOnly, dir string, opts *verify.Options) ([]string, error) {
 	info, err := os.Stat(dir)
 	if err != nil || !info.IsDir() {
 		return nil, usagef("--warc %s: not a directory", dir)

@@ -85,3 +85,33 @@ func TestEngineKnowsNoStore(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandsOpenStoresThroughBackend: the commands name a store by the
+// target the user gave (--db, --store) and open it through package
+// backend; neither store's package is theirs to import, nor is telling a
+// store URL from a file anyone's but the package that opens backends.
+func TestCommandsOpenStoresThroughBackend(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f",
+		`{{join .Imports " "}} {{join .TestImports " "}}`, "breakwater/cli").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, imp := range strings.Fields(string(out)) {
+		if imp == "breakwater/storage" || imp == "breakwater/redisstore" {
+			t.Errorf("cli imports %s: open the store through breakwater/backend", imp)
+		}
+	}
+	isURL := []byte("redisstore" + ".IsURL(") // split, so that this file is not a hit
+	for _, name := range trackedFiles(t) {
+		if !strings.HasSuffix(name, ".go") || strings.HasPrefix(name, "backend/") || strings.HasPrefix(name, "redisstore/") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("..", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(data, isURL) {
+			t.Errorf("%s tells a store URL from a file itself (redisstore.IsURL): that is package backend's", name)
+		}
+	}
+}
