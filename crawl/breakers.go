@@ -30,7 +30,9 @@ func (e *Engine) onTransition(t breaker.Transition) {
 		// circuitOpen).
 		e.closeHost(t.Host)
 	}
-	if e.front == nil {
+	if e.front == nil || e.caps.SharedBreakers {
+		// A shared breaker logs its own transitions as its outcomes are
+		// applied: this process's copy of it writes nothing.
 		return
 	}
 	// The host's breaker goes in the same commit as its transition, read as
@@ -107,6 +109,11 @@ func (e *Engine) writeBreakers(also func(*store.Batch)) error {
 	e.persistMu.Lock()
 	defer e.persistMu.Unlock()
 	changed, removed := e.breakers.TakeDirty()
+	if e.caps.SharedBreakers {
+		// The store's breakers change only through Outcome: this
+		// process's copies of them are never written.
+		changed, removed = nil, nil
+	}
 	if len(changed) == 0 && len(removed) == 0 && also == nil {
 		return nil
 	}

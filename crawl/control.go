@@ -83,9 +83,14 @@ func (c engineControl) ResolveCase(host string) error {
 // that it goes with ch's writes even when a housekeeping write took the
 // change first. The error says the crawl can no longer write; the registry
 // has changed by then, but a crawl that cannot write is ending, and the
-// file keeps the state from before.
+// file keeps the state from before. A store whose breakers are shared
+// refuses it: they are changed on the store, for every process at once.
 func (c engineControl) apply(ch control.Change) error {
 	e := c.e
+	if e.caps.SharedBreakers {
+		return store.Unsupported(e.caps.Name, "a breaker changed through one of the processes crawling it "+
+			"(pause, unpause and resolve the host on the store: --store)")
+	}
 	now := e.opts.Now()
 	if err := ch.Apply(e.breakers, now); err != nil {
 		return err

@@ -51,6 +51,9 @@ type refresher struct {
 // startRefresh queues the pages earlier runs staged and, with RecrawlAfter
 // set, runs the first pass before the workers start.
 func (e *Engine) startRefresh() {
+	if !e.caps.Refresh {
+		return // the store keeps no refresh lanes (and --recrawl-after was refused)
+	}
 	e.submit(func(b *store.Batch) { b.QueueRefreshes(nil) })
 	e.refreshTick(e.opts.Now())
 }

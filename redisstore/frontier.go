@@ -491,11 +491,38 @@ func (f *Frontier) InFlight() int {
 // Failed is closed when the frontier can no longer store anything.
 func (f *Frontier) Failed() <-chan struct{} { return f.failed }
 
-// Submit queues the operations fn adds to a batch.
+// Submit queues the operations fn adds to a batch. A batch with an
+// operation the store cannot apply (see supportsOp) is refused whole, and
+// nothing of it is queued.
 func (f *Frontier) Submit(fn func(*store.Batch)) error {
 	var b store.Batch
 	fn(&b)
+	err := b.Each(func(op store.Op) error {
+		if !supportsOp(op.Kind) {
+			return f.s.unsupportedOp(op.Kind)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	return f.push(job{batch: &b})
+}
+
+// supportsOp reports whether the fleet's writer applies operations of
+// kind. It does not apply what the store keeps by other means, or not at
+// all: the shared breakers and their log change only through the
+// frontier's Outcome (store.Capabilities.SharedBreakers); deferred URLs
+// are promoted as a host's queue is loaded; and the store keeps no
+// refresh lanes, no pages per host, and fails a host's URLs through the
+// frontier's FailHost.
+func supportsOp(kind store.OpKind) bool {
+	switch kind {
+	case store.OpAdd, store.OpRequeue, store.OpComplete, store.OpDefer, store.OpPutRobots, store.OpAppendCase,
+		store.OpResolveCases, store.OpPutArchiveState, store.OpPutCapture, store.OpPutRunningAt:
+		return true
+	}
+	return false
 }
 
 // Outcome queues one breaker outcome for the host's shared breaker.

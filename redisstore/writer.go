@@ -187,6 +187,11 @@ func (f *Frontier) settleLocked(jobs []job) {
 // errUnstorable marks a batch the fleet store cannot take at all.
 var errUnstorable = errors.New("not storable")
 
+// unsupportedOp refuses a batch operation the store does not apply.
+func (s *Store) unsupportedOp(kind store.OpKind) error {
+	return store.Unsupported(s.display, "the batch operation "+kind.String())
+}
+
 func isNoScript(err error) bool { return err != nil && strings.Contains(err.Error(), "NOSCRIPT") }
 
 // isFatal tells errors that waiting will not cure (a script that fails
@@ -282,12 +287,8 @@ func (f *Frontier) write(jobs []job) error {
 					data = op.Value
 				}
 				extra.HSet(ctx, keyProcs, f.o.ID, data)
-			case store.OpPutBreaker, store.OpDeleteBreaker, store.OpAppendTransition, store.OpPromote, store.OpQueueRefreshes:
-				// The shared breakers and their log are kept by the outcome
-				// scripts; promotion happens as a host's queue is loaded, and a
-				// fleet has no refreshes (--recrawl-after is refused).
 			default:
-				return fmt.Errorf("batch operation %d is not supported by the fleet store", op.Kind)
+				return f.s.unsupportedOp(op.Kind)
 			}
 			return nil
 		})

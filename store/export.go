@@ -34,6 +34,21 @@ const (
 	OpQueueRefreshes
 )
 
+var opNames = [...]string{OpAdd: "Add", OpRequeue: "Requeue", OpComplete: "Complete", OpDefer: "Defer",
+	OpPromote: "Promote", OpFailHost: "FailHost", OpPutRobots: "PutRobots", OpPutBreaker: "PutBreaker",
+	OpDeleteBreaker: "DeleteBreaker", OpAppendTransition: "AppendTransition", OpAppendCase: "AppendCase",
+	OpResolveCases: "ResolveCases", OpPutRunningAt: "PutRunningAt", OpPutArchiveState: "PutArchiveState",
+	OpPutCapture: "PutCapture", OpPutHostPages: "PutHostPages", OpQueueRefreshes: "QueueRefreshes"}
+
+// String is the operation's name, as the Batch method that adds it is
+// named.
+func (k OpKind) String() string {
+	if int(k) < len(opNames) && opNames[k] != "" {
+		return opNames[k]
+	}
+	return fmt.Sprintf("OpKind(%d)", k)
+}
+
 // Op is one batch operation as Each reports it.
 type Op struct {
 	Kind OpKind
