@@ -40,7 +40,7 @@ type ChildReport struct {
 	// checking the seeds or the leak check's wait after it.
 	CrawlNS  int64  `json:"crawl_ns,omitempty"`
 	Why      string `json:"why,omitempty"`       // crawl.Summary.Why
-	HeldWork int    `json:"held_work,omitempty"` // URLs of hosts held by a case or a pause
+	HeldWork int    `json:"held_work,omitempty"` // hosts held by a case or a pause, with URLs left
 	// Leaks is the goroutine and descriptor check (--settle only).
 	Leaks *LeakCheck `json:"leaks,omitempty"`
 }

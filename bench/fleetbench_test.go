@@ -248,7 +248,7 @@ func TestFleetSkipped(t *testing.T) {
 }
 
 func TestParseRunLineAndLog(t *testing.T) {
-	out := []byte("crawl finished after 1.2s: this run 300 fetched, 2 failed; in all 1200 fetched, 0 failed, 0 queued, 0 deferred, 0 held: done\n")
+	out := []byte("crawl finished after 1.2s: this run 300 fetched, 2 failed; in all 1200 fetched, 0 failed, 0 queued, 0 deferred, 0 hosts held: done\n")
 	if f, fl := parseRunLine(out); f != 300 || fl != 2 {
 		t.Errorf("parseRunLine = %d, %d; want 300, 2", f, fl)
 	}

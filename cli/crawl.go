@@ -389,10 +389,14 @@ func runEngine(ctx context.Context, db backend.Backend, vals crawl.FlagValues, g
 	}
 	verdict := judge(sum, policy)
 	logSummary(opts.Logger, db, engine, sum, codeOf(verdict))
-	fmt.Fprintf(stdout, "crawl %s after %s: this run %d fetched, %d failed; in all %d fetched, %d failed, %d queued, %d deferred, %d held: %s\n",
+	held := fmt.Sprintf("%d hosts held", sum.HeldWork)
+	if sum.HeldWork == 1 {
+		held = "1 host held"
+	}
+	fmt.Fprintf(stdout, "crawl %s after %s: this run %d fetched, %d failed; in all %d fetched, %d failed, %d queued, %d deferred, %s: %s\n",
 		map[bool]string{true: "finished", false: "stopped"}[sum.Exhausted], sum.Duration.Round(1e6),
 		sum.Fetched, sum.Failed, sum.Counts.Fetched, sum.Counts.Failed, sum.Counts.Queued, sum.Counts.Deferred,
-		sum.HeldWork, sum.Why)
+		held, sum.Why)
 	if sum.ArchiveRetries > 0 {
 		fmt.Fprintf(stdout, "archive: %d times a page's records could not be made; each was put back and fetched again (see the log)\n",
 			sum.ArchiveRetries)
@@ -520,7 +524,7 @@ func logSummary(log *slog.Logger, db crawl.Store, engine *crawl.Engine, sum craw
 	attrs := []any{"exit", exit, "exhausted", sum.Exhausted, "why", sum.Why,
 		"fetched", sum.Fetched, "failed", sum.Failed, "wall_s", sum.Duration.Seconds(),
 		"total_fetched", sum.Counts.Fetched, "total_failed", sum.Counts.Failed,
-		"queued", sum.Counts.Queued, "deferred", sum.Counts.Deferred, "held", sum.HeldWork,
+		"queued", sum.Counts.Queued, "deferred", sum.Counts.Deferred, "held_hosts", sum.HeldWork,
 		"archive_retries", sum.ArchiveRetries}
 	if t, err := db.Tallies(); err == nil {
 		attrs = append(attrs, "failed_by_class", t.Failed)

@@ -212,3 +212,35 @@ func checkSubmitted(t *testing.T, got map[store.OpKind]int, shared bool, hostDow
 		}
 	}
 }
+
+// How a run ended reads the same whichever store it ran on: held work
+// counts hosts in every store, and only a frontier that ran dry ends with
+// nothing but held hosts left.
+func TestWhyIsTheSameOnEveryStore(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	held := Summary{HeldWork: 2, Counts: store.Counts{Queued: 9, Deferred: 1}}
+	for _, tc := range []struct {
+		name   string
+		ctx    context.Context
+		sum    Summary
+		ranDry bool
+		want   string
+	}{
+		{"nothing left", context.Background(), Summary{Exhausted: true}, true, "no URL left to fetch"},
+		{"only held hosts left", context.Background(), held, true,
+			"only URLs of held hosts are left (hosts held, paused or with a case: 2): they wait for a person"},
+		{"stopped before it ran dry", context.Background(), held, false, "stopped with work left"},
+		{"a signal", cancelled, held, false, "stopped by a signal"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, target := range []backend.Target{{DB: "crawl.db"}, {Store: "redis://127.0.0.1:6379/0"}} {
+				caps := target.Capabilities()
+				e := &Engine{opts: DefaultOptions(), caps: caps}
+				if got := e.why(tc.ctx, tc.sum, tc.ranDry); got != tc.want {
+					t.Errorf("%s: why = %q, want %q", caps.Name, got, tc.want)
+				}
+			}
+		})
+	}
+}

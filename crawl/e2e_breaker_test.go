@@ -100,8 +100,8 @@ func TestRefusingHostIsHeldForAHuman(t *testing.T) {
 
 	gate := site.Host("gatekeeper")
 	key := hostKey(t, gate)
-	if sum.Exhausted || sum.HeldWork == 0 {
-		t.Errorf("summary %+v: want Exhausted false with held work", sum)
+	if sum.Exhausted || sum.HeldWork != 1 || !strings.Contains(sum.Why, "only URLs of held hosts are left") {
+		t.Errorf("summary %+v: want Exhausted false with one host held", sum)
 	}
 	if reqs := gate.Requests(); len(reqs) != 1 {
 		t.Errorf("refusing host got %d requests %v, want exactly 1 (never probed)", len(reqs), requestURIs(reqs))

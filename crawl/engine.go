@@ -89,7 +89,9 @@ type Summary struct {
 	// SeedsBlocked counts this run's seeds robots.txt disallows: a crawl
 	// whose every seed is blocked did nothing the user asked for.
 	SeedsBlocked int64
-	HeldWork     int // URLs of paused hosts or hosts with an open case
+	// HeldWork counts the hosts held (paused, or with an open case) with
+	// URLs left: work that waits for a person.
+	HeldWork int
 	// ArchiveRetries counts the times this run deferred a page, to be
 	// fetched again, because its records could not be made for the archive.
 	ArchiveRetries int64
@@ -283,7 +285,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	if sum.HeldWork > 0 {
 		sum.Exhausted = false
 	}
-	sum.Why = e.why(ctx, sum)
+	sum.Why = e.why(ctx, sum, exhausted)
 	return sum, errors.Join(e.haltError(), closeErr, cerr)
 }
 
@@ -306,8 +308,9 @@ func (e *Engine) haltError() error {
 	}
 }
 
-// why names the reason a run ended, for its last line.
-func (e *Engine) why(ctx context.Context, sum Summary) string {
+// why names the reason a run ended, for its last line; ranDry says the
+// frontier had nothing left to lease (held hosts aside).
+func (e *Engine) why(ctx context.Context, sum Summary, ranDry bool) string {
 	switch {
 	case sum.Exhausted:
 		return "no URL left to fetch"
@@ -317,12 +320,8 @@ func (e *Engine) why(ctx context.Context, sum Summary) string {
 		return fmt.Sprintf("--max-pages %d reached", e.opts.MaxPages)
 	case e.opts.MaxDuration > 0 && sum.Duration >= e.opts.MaxDuration:
 		return fmt.Sprintf("--max-duration %s reached", e.opts.MaxDuration)
-	case sum.HeldWork > 0 && !e.caps.SoleWriter:
-		// A fleet counts held hosts, not URLs, and a process ends by itself
-		// only when nothing else is left anywhere.
+	case ranDry && sum.HeldWork > 0:
 		return fmt.Sprintf("only URLs of held hosts are left (hosts held, paused or with a case: %d): they wait for a person", sum.HeldWork)
-	case sum.HeldWork > 0 && sum.Counts.Queued+sum.Counts.Deferred <= int64(sum.HeldWork):
-		return fmt.Sprintf("only URLs of held hosts are left (%d, paused or with a case): they wait for a person", sum.HeldWork)
 	}
 	return "stopped with work left"
 }

@@ -58,8 +58,9 @@ func TestFleetFourProcesses(t *testing.T) {
 	crawlEnd := time.Now()
 	for _, p := range procs {
 		o := outs[p.id]
-		if o.code != cli.ExitWorkLeft || !strings.Contains(p.stdout.String(), "crawl stopped") {
-			t.Errorf("%s: %+v, want exit %d (work left: the refusing host is held):\n%s", p.id, o, cli.ExitWorkLeft, p.output())
+		if o.code != cli.ExitWorkLeft || !strings.Contains(p.stdout.String(), "crawl stopped") ||
+			!strings.Contains(p.stdout.String(), "1 host held: only URLs of held hosts are left") {
+			t.Errorf("%s: %+v, want exit %d (work left: the refusing host is held, the one host held):\n%s", p.id, o, cli.ExitWorkLeft, p.output())
 		}
 	}
 

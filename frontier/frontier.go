@@ -297,15 +297,15 @@ func (f *Frontier) Feed() (done func()) {
 	}
 }
 
-// HeldWork is the number of queued URLs of held hosts: work left that only a
-// human can release.
+// HeldWork is the number of held hosts with URLs queued: work left that
+// only a human can release.
 func (f *Frontier) HeldWork() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := 0
 	for _, h := range f.hosts {
-		if h.held {
-			n += h.queued()
+		if h.held && h.queued() > 0 {
+			n++
 		}
 	}
 	return n

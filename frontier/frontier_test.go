@@ -308,12 +308,15 @@ func TestParkUsesInjectedClock(t *testing.T) {
 func TestHold(t *testing.T) {
 	bubble(t, Options{}, func(t *testing.T, h *harness) {
 		h.f.Hold("c.test") // held before it has any work
+		if got := h.f.HeldWork(); got != 0 {
+			t.Fatalf("HeldWork = %d with only a host without URLs held, want 0", got)
+		}
 		h.add(pages("a.test", 3)...)
 		h.add(pageURL("b.test", 0), pageURL("c.test", 0))
 		synctest.Wait()
 		h.f.Hold("a.test")
-		if got := h.f.HeldWork(); got != 4 {
-			t.Fatalf("HeldWork = %d, want 4 (3 of a.test, 1 of c.test)", got)
+		if got := h.f.HeldWork(); got != 2 {
+			t.Fatalf("HeldWork = %d, want 2 (a.test with 3 URLs, c.test with 1)", got)
 		}
 		l := mustLease(t, h.f)
 		if l.Item.Host != "b.test" {
@@ -328,7 +331,7 @@ func TestHold(t *testing.T) {
 			t.Fatalf("after Unhold leased %s, want %s", l.Item.URL, pageURL("a.test", 0))
 		}
 		if got := h.f.HeldWork(); got != 1 {
-			t.Fatalf("HeldWork after Unhold(a) = %d, want 1", got)
+			t.Fatalf("HeldWork after Unhold(a) = %d, want 1 (c.test)", got)
 		}
 	})
 }

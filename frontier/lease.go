@@ -133,7 +133,7 @@ func (f *Frontier) Unpark(host string, now time.Time) {
 }
 
 // Hold keeps host from being offered until Unhold (a paused host, an open
-// case). Its URLs stay queued; they count as HeldWork.
+// case). Its URLs stay queued; it counts in HeldWork.
 func (f *Frontier) Hold(host string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -467,8 +467,9 @@ func (f *Frontier) Feed() (done func()) {
 	}
 }
 
-// HeldWork is the number of held hosts of the fleet with work (the fleet
-// counts hosts, not URLs, for held work).
+// HeldWork is the number of held hosts of the fleet with work: those
+// listed as held in the shards' ready sets at the last look at the fleet,
+// and this process's own not yet given back.
 func (f *Frontier) HeldWork() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
