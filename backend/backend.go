@@ -1,9 +1,10 @@
 // Package backend opens the store a crawl is kept in, from the command
 // line's --db (a database file) or --store (the URL of a store several
 // processes crawl at once, on Redis), and hands back one value: the engine
-// runs on it (crawl.Store) and the commands read it. This is the one
-// package that knows the stores' concrete types; everything above it asks
-// a store what it can do (store.Capabilities), never which it is.
+// runs on it (crawl.Store) and the commands read it; verify opens it
+// read-only (OpenReadOnly) to check the view package verify reads. This is
+// the one package that knows the stores' concrete types; everything above
+// it asks a store what it can do (store.Capabilities), never which it is.
 package backend
 
 import (

@@ -27,7 +27,9 @@ type Capabilities struct {
 	// every process crawling it, and change only through the frontier's
 	// Outcome; the engine loads a host's breaker as its frontier takes the
 	// host, never writes breakers or transitions in a batch, and a
-	// half-open probe must also take the store's probe gate. Without it
+	// half-open probe must also take the store's probe gate; a manual
+	// change (pause, unpause, resolve) is made on the store, not through
+	// one process's engine. Without it
 	// the breakers are the engine's own, read when the crawl starts and
 	// written through batches.
 	SharedBreakers bool
