@@ -3,6 +3,7 @@ package wacz
 import (
 	"archive/zip"
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -469,21 +470,43 @@ func TestVerifyReportsByName(t *testing.T) {
 	}
 }
 
-// Files still being written (.open) and anything not a WARC file are not
-// listed.
-func TestFinishedWARCs(t *testing.T) {
+// Files still being written (.open) are listed apart, and the earliest
+// one's start bounds the pages a package can hold; anything not a WARC
+// file is not listed.
+func TestListWARCs(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{"b.warc.gz", "a.warc", "c.warc.gz.open", "index.cdxj", "notes.txt"} {
+	for _, name := range []string{"b.warc.gz", "a.warc", "index.cdxj", "notes.txt", "e.warc.gz.open"} {
 		writeFile(t, filepath.Join(dir, name), []byte("x"))
 	}
 	os.Mkdir(filepath.Join(dir, "d.warc.gz"), 0o755)
-	got, err := FinishedWARCs(dir)
+	started := created.Add(-time.Hour).Add(123456789 * time.Nanosecond)
+	for name, at := range map[string]time.Time{"c.warc.gz.open": started, "f.warc.gz.open": created} {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		fmt.Fprintf(zw, "WARC/1.1\r\nWARC-Type: warcinfo\r\nWARC-Date: %s\r\nContent-Length: 0\r\n\r\n\r\n\r\n", at.Format(time.RFC3339Nano))
+		zw.Close()
+		buf.WriteString("the next record, still being written")
+		writeFile(t, filepath.Join(dir, name), buf.Bytes())
+	}
+	got, err := ListWARCs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{filepath.Join(dir, "a.warc"), filepath.Join(dir, "b.warc.gz")}
-	if !slices.Equal(got, want) {
-		t.Errorf("FinishedWARCs %v, want %v", got, want)
+	paths := func(names ...string) []string {
+		var out []string
+		for _, n := range names {
+			out = append(out, filepath.Join(dir, n))
+		}
+		return out
+	}
+	if want := paths("a.warc", "b.warc.gz"); !slices.Equal(got.Finished, want) {
+		t.Errorf("finished %v, want %v", got.Finished, want)
+	}
+	if want := paths("c.warc.gz.open", "e.warc.gz.open", "f.warc.gz.open"); !slices.Equal(got.Unfinished, want) {
+		t.Errorf("unfinished %v, want %v", got.Unfinished, want)
+	}
+	if !got.UnfinishedSince.Equal(started) {
+		t.Errorf("unfinished since %v, want %v (e.warc.gz.open has no record yet)", got.UnfinishedSince, started)
 	}
 }
 

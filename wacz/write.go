@@ -41,7 +41,7 @@ type Page struct {
 // Source is what Write packages.
 type Source struct {
 	// WARCs are the paths of the WARC files, finished ones only
-	// (FinishedWARCs lists a directory's); they are packaged under their
+	// (ListWARCs lists a directory's); they are packaged under their
 	// base names, which must differ.
 	WARCs []string
 	// Index streams the CDXJ index of the WARC files, sorted bytewise.
@@ -96,24 +96,6 @@ type packageDigest struct {
 
 // pagesHeader is the first line of pages.jsonl.
 const pagesHeader = `{"format":"json-pages-1.0","id":"pages","title":"All Pages"}`
-
-// FinishedWARCs lists the finished WARC files of dir (*.warc.gz and
-// *.warc), sorted by name: a file still being written ends in .open and
-// is left out.
-func FinishedWARCs(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("list WARC files: %w", err)
-	}
-	var paths []string
-	for _, de := range entries {
-		name := de.Name()
-		if de.Type().IsRegular() && (strings.HasSuffix(name, ".warc.gz") || strings.HasSuffix(name, ".warc")) {
-			paths = append(paths, filepath.Join(dir, name))
-		}
-	}
-	return paths, nil
-}
 
 // WriteFile writes the package to path, through a temporary file beside
 // it that is renamed to path once complete and synced.
