@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"breakwater/cli"
+	"breakwater/redisstore/redistest"
 	"breakwater/store"
 	"breakwater/warc"
 )
@@ -392,5 +393,23 @@ func TestWACZWhileCrawling(t *testing.T) {
 	if missing > 1 || len(w.pages) < 2 || w.pages[0].URL != srv.URL+"/p/0" {
 		t.Errorf("%d of %d pages listed are in no packaged file (at most the one in flight may be); first %+v",
 			missing, len(w.pages), w.pages[0])
+	}
+}
+
+// A fleet's crawl is packaged from its store, with the --warc directory
+// stored with the crawl.
+func TestWACZOfAFleet(t *testing.T) {
+	rs := redistest.Start(t)
+	site := startSite(t, 2, 6)
+	dir := filepath.Join(t.TempDir(), "warc")
+	mustRun(t, cli.ExitOK, fleetArgs(rs.URL(), []string{"--warc", dir, "--log-level", "warn"}, site.Roots()...)...)
+	writeTestIndex(t, dir)
+	out := filepath.Join(t.TempDir(), "fleet.wacz")
+	mustRun(t, cli.ExitOK, "wacz", "--store", rs.URL(), "-o", out)
+	mustRun(t, cli.ExitOK, "wacz", "--verify", out)
+	w := readWACZ(t, out)
+	w.checkHashes(t)
+	if len(w.warcNames()) == 0 || len(w.pages) != 2*6 {
+		t.Errorf("the fleet's WACZ holds %v and %d pages", w.warcNames(), len(w.pages))
 	}
 }
