@@ -14,8 +14,11 @@
 //
 // WARC files are already gzipped, one member a record, and a replay tool
 // reads a record by its offset: compressing them again would hide the
-// offsets, so they are stored. Verify reads a WACZ back and recomputes
-// every hash and size.
+// offsets, so they are stored. ListWARCs lists a directory's finished
+// files apart from those still being written (.open), with the time the
+// first of those was begun, so that a package made while a crawl runs can
+// leave out the pages whose records are not finished yet. Verify reads a
+// WACZ back and recomputes every hash and size.
 //
 // # Invariants
 //
