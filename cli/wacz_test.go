@@ -29,7 +29,9 @@ func (f *fakeCrawl) Results(failedOnly bool, fn func(*store.Result) error) error
 	return nil
 }
 
-func (f *fakeCrawl) Status() (*control.Status, error) { return &control.Status{Settings: f.settings}, nil }
+func (f *fakeCrawl) Status() (*control.Status, error) {
+	return &control.Status{Settings: f.settings}, nil
+}
 
 // The pages of a WACZ are the crawl's 2xx HTML pages fetched before the
 // cutoff, seeds first, in the order the crawl gives them.
