@@ -46,11 +46,16 @@ func Verify(path string) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wacz --verify: %w", err)
 	}
+	return verifyZip(f, st.Size(), path), nil
+}
+
+// verifyZip is Verify of the size bytes of r, named name in the report.
+func verifyZip(r io.ReaderAt, size int64, name string) *Report {
 	rep := &Report{}
-	zr, err := zip.NewReader(f, st.Size())
+	zr, err := zip.NewReader(r, size)
 	if err != nil {
-		rep.addf("%s: not a readable ZIP file: %v", path, err)
-		return rep, nil
+		rep.addf("%s: not a readable ZIP file: %v", name, err)
+		return rep
 	}
 	entries := map[string]*zip.File{}
 	for _, zf := range zr.File {
@@ -61,7 +66,7 @@ func Verify(path string) (*Report, error) {
 	}
 	manifest, ok := rep.readManifest(entries)
 	if !ok {
-		return rep, nil
+		return rep
 	}
 	listed := rep.checkResources(manifest.Resources, entries)
 	for _, zf := range zr.File {
@@ -71,7 +76,7 @@ func Verify(path string) (*Report, error) {
 		}
 	}
 	rep.checkLayout(listed)
-	return rep, nil
+	return rep
 }
 
 // readManifest reads datapackage.json, checked against its digest.
