@@ -108,7 +108,7 @@ func writeWACZ(ctx context.Context, target backend.Target, warcDir, out, title s
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("wacz %s: %w", out, err)
+		return nil, err // each names what it is about: the directory, the file written
 	}
 	return sum, nil
 }
