@@ -22,7 +22,7 @@ func requisiteFont() []byte {
 	glyf := be(
 		int16(1), int16(lo), int16(lo), int16(hi), int16(hi), // one contour and its box
 		uint16(3), uint16(0), // last point index, no instructions
-		[]byte{0x01, 0x01, 0x01, 0x01}, // four on-curve points, two-byte coordinates
+		[]byte{0x01, 0x01, 0x01, 0x01},                  // four on-curve points, two-byte coordinates
 		int16(lo), int16(hi-lo), int16(0), int16(lo-hi), // x deltas
 		int16(lo), int16(0), int16(hi-lo), int16(0), // y deltas
 	)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"breakwater/cli"
+	"breakwater/demosite"
 )
 
 // concatWARCs joins an archive directory's finished files into one
@@ -105,7 +106,7 @@ func assertBrokenPage(t testing.TB, rep pageReport) {
 	if rep.HeadingColor == "" {
 		t.Fatalf("%s: no h1: the page itself was not replayed", rep.URL)
 	}
-	if rep.HeadingColor == "rgb(1, 2, 3)" {
+	if rep.HeadingColor == demosite.RequisiteHeadingColor {
 		t.Errorf("%s: the stylesheet applied though it is not in the archive", rep.URL)
 	}
 	if rep.ScriptRan != "" {
@@ -120,4 +121,42 @@ func assertBrokenPage(t testing.TB, rep pageReport) {
 			t.Errorf("%s: image #%s loaded though it is not in the archive: %+v", rep.URL, id, rep.Images)
 		}
 	}
+}
+
+// A real replay of what the crawler writes: the requisite site crawled
+// from its root with --page-requisites into a WACZ replays whole in
+// ReplayWeb.page, both pages of it; crawled with --page-requisites=false
+// it replays with its images missing, so the check can fail.
+func TestReplayCrawlWACZ(t *testing.T) {
+	needCrawlFlags(t, "page-requisites", "wacz")
+	pkg := replayWebPageDir(t)
+	browser := startBrowser(t)
+	site := startRequisiteSite(t)
+	root := site.Root()
+	dir := t.TempDir()
+	whole := filepath.Join(dir, "whole.wacz")
+	mustRun(t, cli.ExitOK, crawlArgs(tempDB(t), "--warc", filepath.Join(dir, "warc-whole"),
+		"--page-requisites", "--wacz", whole, root)...)
+	bare := filepath.Join(dir, "bare.wacz")
+	mustRun(t, cli.ExitOK, crawlArgs(tempDB(t), "--warc", filepath.Join(dir, "warc-bare"),
+		"--page-requisites=false", "--wacz", bare, root)...)
+	if err := site.Close(); err != nil { // nothing replayed may come from the live site
+		t.Fatal(err)
+	}
+	srv := serveReplay(t, pkg)
+
+	t.Run("with requisites", func(t *testing.T) {
+		archive := srv.addArchive(whole)
+		assertWholePage(t, replayPage(t, browser, srv, archive, root), everyImage...)
+		second := replayPage(t, browser, srv, archive, site.RequisitePages()[1])
+		if second.HeadingColor != demosite.RequisiteHeadingColor || second.ScriptRan != demosite.RequisiteScriptMark {
+			t.Errorf("second page: h1 color %q, script mark %q", second.HeadingColor, second.ScriptRan)
+		}
+		if len(second.Images) != 2 || len(second.broken()) != 0 {
+			t.Errorf("second page: images %+v, want 2 loaded", second.Images)
+		}
+	})
+	t.Run("without requisites", func(t *testing.T) {
+		assertBrokenPage(t, replayPage(t, browser, srv, srv.addArchive(bare), root))
+	})
 }
