@@ -27,6 +27,16 @@
 // revision (new text, new validators), so a test can change a site between
 // two crawls.
 //
+// Two single-purpose sites stand beside it. StartTraps serves the traps of
+// hostile servers (endless calendars, redirect loops, garbage, huge
+// attributes). StartRequisites serves two pages made of every kind of page
+// requisite (a chunked stylesheet importing another with a font and
+// background images, a gzip-encoded script, srcset and picture images, a
+// poster, style url()s, frames, a favicon) and an out-of-scope second
+// host with an image, a frame and pages only linked to; it lists every
+// requisite URL and counts every request, so a test can check that each is
+// fetched once, archived, and shown by a replay tool in a browser.
+//
 // # Invariants
 //
 //   - Pages and links are a pure function of the specs, the options, the
