@@ -445,6 +445,17 @@ func (t *Tallies) Merge(d Tallies) {
 // Empty reports whether t counts nothing.
 func (t *Tallies) Empty() bool { return len(t.Status) == 0 && len(t.Failed) == 0 }
 
+// RequisiteHops is the hops a requisite queued again from its result
+// (a retry, a refresh) starts from: the result does not keep them, so
+// it is taken as named by a page, which bounds what it brings as tightly
+// as anything found on it.
+func (r *Result) RequisiteHops() int {
+	if r.Kind == KindRequisite {
+		return 1
+	}
+	return 0
+}
+
 // ForItem is a FailHost template filled in for one of the host's URLs.
 func (template *Result) ForItem(it Item) Result {
 	r := *template
