@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"breakwater/breaker"
+	"breakwater/extract"
 	"breakwater/fetch"
 	"breakwater/frontier"
 	"breakwater/robots"
@@ -55,7 +56,19 @@ func (x *exchange) scanPage(resp *fetch.Response, body io.Reader) {
 		return
 	}
 	x.scanned = true
-	x.title, x.links, x.scanErr = ScanPage(resp.URL, resp.ContentType, body)
+	page, err := extract.ScanHTML(resp.URL, resp.ContentType, body)
+	x.title, x.links, x.scanErr = page.Title, navigationLinks(page.Links), err
+}
+
+// navigationLinks returns the links the crawl follows within its scope.
+func navigationLinks(links []extract.Link) []frontier.Link {
+	var out []frontier.Link
+	for _, l := range links {
+		if l.Kind == extract.Navigation {
+			out = append(out, l.Link)
+		}
+	}
+	return out
 }
 
 // ending says how a lease ends. The zero value gives it back untouched.
