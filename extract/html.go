@@ -90,7 +90,7 @@ func (sc *htmlScan) run(z *html.Tokenizer) {
 			}
 		case html.StartTagToken, html.SelfClosingTagToken:
 			name, hasAttr := z.TagName()
-			sc.startTag(z, string(name), hasAttr)
+			sc.startTag(z, name, hasAttr)
 		case html.EndTagToken:
 			name, _ := z.TagName()
 			switch string(name) {
@@ -108,7 +108,8 @@ func (sc *htmlScan) run(z *html.Tokenizer) {
 	}
 }
 
-func (sc *htmlScan) startTag(z *html.Tokenizer, name string, hasAttr bool) {
+func (sc *htmlScan) startTag(z *html.Tokenizer, rawName []byte, hasAttr bool) {
+	name := knownElement(rawName)
 	switch name {
 	case "svg", "math":
 		if !selfClosing(z) {
@@ -122,11 +123,12 @@ func (sc *htmlScan) startTag(z *html.Tokenizer, name string, hasAttr bool) {
 		// The tokenizer reads what follows as raw text, even after <style/>.
 		sc.inStyle = true
 	}
-	if !hasAttr {
-		return
+	want := wantedAttrs(name)
+	if !hasAttr || want == setOf(attrStyle) && !mayHaveStyle(z.Raw()) {
+		return // reading attributes costs the tokenizer a copy each
 	}
 	a := &sc.attrs
-	a.read(z, wantedAttrs(name))
+	a.read(z, want)
 	switch name {
 	case "base":
 		if a.has(attrHref) && !sc.baseSeen {
@@ -159,8 +161,62 @@ func (sc *htmlScan) startTag(z *html.Tokenizer, name string, hasAttr bool) {
 		sc.take(a, attrXlinkHref, Requisite, name)
 	}
 	if a.has(attrStyle) {
+		if name == "" {
+			name = string(rawName)
+		}
 		sc.styleLinks(a.style, name)
 	}
+}
+
+// knownElement returns the name of an element startTag handles, as a
+// constant (the links keep it: a copy of each tag's name would cost an
+// allocation a tag), or "".
+func knownElement(name []byte) string {
+	switch string(name) {
+	case "svg":
+		return "svg"
+	case "math":
+		return "math"
+	case "title":
+		return "title"
+	case "style":
+		return "style"
+	case "base":
+		return "base"
+	case "a":
+		return "a"
+	case "area":
+		return "area"
+	case "iframe":
+		return "iframe"
+	case "frame":
+		return "frame"
+	case "img":
+		return "img"
+	case "source":
+		return "source"
+	case "video":
+		return "video"
+	case "audio":
+		return "audio"
+	case "track":
+		return "track"
+	case "embed":
+		return "embed"
+	case "script":
+		return "script"
+	case "object":
+		return "object"
+	case "input":
+		return "input"
+	case "link":
+		return "link"
+	case "image":
+		return "image"
+	case "use":
+		return "use"
+	}
+	return ""
 }
 
 // take adds the tag's attribute, if it has it, as a link of kind.
@@ -322,6 +378,17 @@ func (a *tagAttrs) get(n attrName) string {
 		return ""
 	}
 	return a.val[n]
+}
+
+// mayHaveStyle reports whether a raw tag holds "style" in any case: if
+// not, it has no style attribute.
+func mayHaveStyle(raw []byte) bool {
+	for i := 0; i+5 <= len(raw); i++ {
+		if raw[i]|0x20 == 's' && raw[i+1]|0x20 == 't' && raw[i+2]|0x20 == 'y' && raw[i+3]|0x20 == 'l' && raw[i+4]|0x20 == 'e' {
+			return true
+		}
+	}
+	return false
 }
 
 func attrNameOf(key []byte) (attrName, bool) {
