@@ -99,7 +99,8 @@ func FuzzScanCSS(f *testing.F) {
 				t.Fatalf("link %+v: not a requisite from a stylesheet", l)
 			}
 		}
-		whole, err := extract.ScanCSSWindow(sheet, contentType, bytes.NewReader(body), len(body)+extract.CSSLookahead+1)
+		// Decoded to UTF-8, a byte is at most 3.
+		whole, err := extract.ScanCSSWindow(sheet, contentType, bytes.NewReader(body), 3*len(body)+extract.CSSLookahead+1)
 		if err != nil || !slices.Equal(whole, links) {
 			t.Fatalf("lexed whole: %d links, read in windows: %d (%v)", len(whole), len(links), err)
 		}

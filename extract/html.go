@@ -129,6 +129,17 @@ func (sc *htmlScan) startTag(z *html.Tokenizer, rawName []byte, hasAttr bool) {
 	}
 	a := &sc.attrs
 	a.read(z, want)
+	sc.elementLinks(a, name)
+	if a.has(attrStyle) {
+		if name == "" {
+			name = string(rawName)
+		}
+		sc.styleLinks(a.style, name)
+	}
+}
+
+// elementLinks takes the links of a known element from its attributes.
+func (sc *htmlScan) elementLinks(a *tagAttrs, name string) {
 	switch name {
 	case "base":
 		if a.has(attrHref) && !sc.baseSeen {
@@ -159,12 +170,6 @@ func (sc *htmlScan) startTag(z *html.Tokenizer, rawName []byte, hasAttr bool) {
 	case "image", "use":
 		sc.take(a, attrHref, Requisite, name)
 		sc.take(a, attrXlinkHref, Requisite, name)
-	}
-	if a.has(attrStyle) {
-		if name == "" {
-			name = string(rawName)
-		}
-		sc.styleLinks(a.style, name)
 	}
 }
 
