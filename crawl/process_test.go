@@ -458,6 +458,16 @@ func TestProcessCompletes(t *testing.T) {
 			requests: 1,
 		},
 		{
+			name: "200 HTML: only its navigation links are queued, not its requisites",
+			page: page{status: 200, header: http.Header{"Content-Type": {"text/html"}}, body: `<title>home</title>
+				<link rel=stylesheet href=/s.css><img src=/i.png srcset="/i2.png 2x"><script src=/s.js></script>
+				<div style="background:url(/bg.png)"><a href="/a">a</a><iframe src="/f"></iframe></div>`},
+			want:     store.Result{Status: 200, Title: "home", Outlinks: 1, Attempts: 1},
+			found:    []string{"http://a.test/a"},
+			counts:   store.Counts{Seen: 2, Fetched: 1, Queued: 1},
+			requests: 1,
+		},
+		{
 			name:     "404: failed, permanent",
 			page:     page{status: 404},
 			want:     store.Result{Status: 404, ErrorClass: "permanent", Attempts: 1},
