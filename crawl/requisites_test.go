@@ -130,12 +130,12 @@ func TestCrawlRequisitesBounded(t *testing.T) {
 		{"depth 0", func(o *Options) { o.MaxDepth = 0 },
 			[]string{"http://a.test/about", "http://a.test/from-frame"},
 			[]string{"http://a.test/logo.png", "http://a.test/deep/font.woff2", "http://a.test/framed.png"}},
-		// Requisites do not count, and come before the host's next page:
-		// the two pages are whole, and the third page is left.
+		// Requisites do not count, and the page's own come before the
+		// host's next page; the third page, found in a frame, is left.
 		{"max pages 2", func(o *Options) { o.MaxPages = 2; o.Workers = 1 },
 			[]string{"http://a.test/from-frame"},
-			[]string{"http://a.test/about", "http://a.test/logo.png", "http://a.test/deep/font.woff2",
-				"http://a.test/deep/h1.png", "http://a.test/framed.png"}},
+			[]string{"http://a.test/about", "http://a.test/logo.png", "http://a.test/logo-2x.png",
+				"http://a.test/s.css", "http://a.test/frame.html", "http://a.test/favicon.ico"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
