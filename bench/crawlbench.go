@@ -34,6 +34,9 @@ type CrawlResult struct {
 	// Listen is the same crawl again with its metrics served and scraped
 	// every second.
 	Listen *ListenRun `json:"listen,omitempty"`
+	// Requisites is a site of the same size with requisites, crawled with
+	// and without --page-requisites.
+	Requisites *RequisitesRun `json:"requisites,omitempty"`
 }
 
 // ceilingAndCrawl runs both sections on one site, the ceiling first: the
@@ -72,6 +75,10 @@ func (r *runner) ceilingAndCrawl(ctx context.Context) error {
 	r.report.Crawl = res
 	cfg.logf("crawl: %s again with --listen, scraped every second", cfg.Site)
 	if res.Listen, err = r.listenCrawl(ctx, site, res); err != nil {
+		return err
+	}
+	cfg.logf("crawl: %s with a stylesheet and two images a page, with and without --page-requisites", cfg.Site)
+	if res.Requisites, err = r.requisitesCrawl(ctx); err != nil {
 		return err
 	}
 	if cfg.NoWARC {

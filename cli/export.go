@@ -20,8 +20,8 @@ import (
 var (
 	CSVColumns = []string{"url", "status", "error_class", "error", "attempts", "referrer", "final_url", "location",
 		"content_type", "length", "truncated", "fetched_at", "duration_ms", "depth", "title", "outlinks", "sha256",
-		"etag", "last_modified", "lastmod", "host"}
-	FailedColumns = []string{"url", "error_class", "status", "error", "attempts", "referrer", "depth", "fetched_at"}
+		"etag", "last_modified", "lastmod", "host", "kind"}
+	FailedColumns = []string{"url", "error_class", "status", "error", "attempts", "referrer", "depth", "fetched_at", "kind"}
 )
 
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -30,7 +30,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	format := fs.String("format", "jsonl", "jsonl (one JSON object a line) or csv (RFC 4180, a header row, one row per URL; columns: "+
 		"the --failed ones with --failed; a text cell starting with = + - @ ' a tab or a carriage return gets a leading ' so that "+
 		"a spreadsheet shows it rather than runs it as a formula)")
-	failedOnly := fs.Bool("failed", false, "export only failed URLs (csv columns: url, error_class, status, error, attempts, referrer, depth, fetched_at)")
+	failedOnly := fs.Bool("failed", false, "export only failed URLs (csv columns: url, error_class, status, error, attempts, referrer, depth, fetched_at, kind)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -118,6 +118,8 @@ func csvField(r *store.Result, c string) string {
 	switch c {
 	case "url":
 		return r.URL
+	case "kind":
+		return r.Kind.String()
 	case "status":
 		return strconv.Itoa(r.Status)
 	case "error_class":

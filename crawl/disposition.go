@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"breakwater/breaker"
+	"breakwater/extract"
 	"breakwater/fetch"
 	"breakwater/frontier"
 	"breakwater/robots"
@@ -44,18 +45,24 @@ type exchange struct {
 	// links (scanPage), and scanErr says why that read failed, if it did.
 	scanned bool
 	title   string
-	links   []frontier.Link
+	links   []extract.Link
 	scanErr error
 }
 
 // scanPage reads a 2xx page for its title and links as its body streams
-// (fetch.Request.Read); the other answers' bodies are only hashed.
+// (fetch.Request.Read), and a requisite that is a stylesheet for what it
+// imports; the other answers' bodies are only hashed.
 func (x *exchange) scanPage(resp *fetch.Response, body io.Reader) {
 	if resp.Status < 200 || resp.Status >= 300 {
 		return
 	}
 	x.scanned = true
-	x.title, x.links, x.scanErr = ScanPage(resp.URL, resp.ContentType, body)
+	if x.lease.Item.Kind == store.KindRequisite && extract.IsCSS(resp.ContentType) {
+		x.links, x.scanErr = extract.ScanCSS(resp.URL, resp.ContentType, body)
+		return
+	}
+	page, err := extract.ScanHTML(resp.URL, resp.ContentType, body)
+	x.title, x.links, x.scanErr = page.Title, page.Links, err
 }
 
 // ending says how a lease ends. The zero value gives it back untouched.

@@ -35,7 +35,9 @@
 // halves its pace; successes win the pace back additively.
 //
 // The pure building blocks (Backoff, RetryBudget, ParseRetryAfter, Pace,
-// Classify, ExtractLinks) take the time as an argument. The Engine reads its
+// Classify) take the time as an argument. A page's title and links come
+// from the extract package (extract.ScanHTML), which reads the body as it
+// streams; the crawl follows its navigation links. The Engine reads its
 // injected clock (Options.Now) once per stage, and hands it to the fetcher.
 //
 // Engine.Control (control.go) answers the control commands for a running

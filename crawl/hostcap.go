@@ -74,7 +74,7 @@ type pageClaim struct {
 func (e *Engine) claimHostPage(x *exchange) (pageClaim, disposition, bool) {
 	p := e.hostPages
 	it := x.lease.Item
-	if p == nil || x.robots || it.Attempts > 0 || e.isRefresh(it) {
+	if p == nil || x.robots || it.Attempts > 0 || e.isRefresh(it) || it.Kind == store.KindRequisite {
 		return pageClaim{}, disposition{}, false
 	}
 	c, err := e.hostPageCount(it.Host)

@@ -60,8 +60,18 @@ type Options struct {
 	// MaxDepth is the number of link hops from a seed to follow: -1 (the
 	// default) means unlimited, 0 seeds only.
 	MaxDepth int
+	// PageRequisites fetches what each page needs to be shown (images,
+	// stylesheets and what they import, scripts, fonts, frames) whatever
+	// the scope, ahead of new pages on their host (see requisites.go).
+	// Default true.
+	PageRequisites bool
+	// RequisiteHops bounds the chain of requisites from a page: its
+	// stylesheet is 1, that stylesheet's @import 2, the font it names 3
+	// (the default). At most maxRequisiteHops.
+	RequisiteHops int
 	// MaxPages stops the run after this many pages were attempted; zero
-	// (the default) means no limit. Retries do not count; sitemaps do.
+	// (the default) means no limit. Retries and requisites do not count;
+	// sitemaps do.
 	MaxPages int
 	// MaxPagesPerHost is the most pages of one host requested over the
 	// whole crawl, all runs together; the host's URLs beyond it are
@@ -215,6 +225,8 @@ func DefaultOptions() Options {
 		Delay:           time.Second,
 		Scope:           ScopeSeeds,
 		MaxDepth:        -1,
+		PageRequisites:  true,
+		RequisiteHops:   3,
 		UserAgent:       "breakwater/" + Version,
 		Timeout:         fetch.DefaultTimeout,
 		ConnectTimeout:  fetch.DefaultConnectTimeout,
@@ -278,6 +290,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--scope must be seeds, domain or any, got %q", o.Scope)
 	case o.MaxPages < 0:
 		return fmt.Errorf("--max-pages must not be negative, got %d", o.MaxPages)
+	case o.RequisiteHops < 1 || o.RequisiteHops > maxRequisiteHops:
+		return fmt.Errorf("--requisite-hops must be between 1 and %d, got %d", maxRequisiteHops, o.RequisiteHops)
 	case o.MaxPagesPerHost < 0:
 		return fmt.Errorf("--max-pages-per-host must not be negative, got %d", o.MaxPagesPerHost)
 	case o.Timeout <= 0:

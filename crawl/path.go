@@ -70,7 +70,7 @@ const (
 // retry does not count it twice. The claims are kept by URL, at most
 // --max-pages of them.
 func (e *Engine) reservePage(x *exchange) (disposition, bool) {
-	if e.opts.MaxPages == 0 {
+	if e.opts.MaxPages == 0 || x.lease.Item.Kind == store.KindRequisite {
 		return disposition{}, false
 	}
 	e.pagesMu.Lock()
@@ -103,7 +103,8 @@ func (e *Engine) unreservePage(it store.Item) {
 // breaker and politeness.
 func (e *Engine) authorise(x *exchange) (disposition, bool) {
 	it := x.lease.Item
-	if (it.Depth > 0 || it.Redirects > 0) && !e.scope.allows(it.URL, it.Host, scopeDepth(it)) {
+	if it.Kind == store.KindRequisite && !e.scope.allowsRequisite(it.URL) ||
+		it.Kind != store.KindRequisite && (it.Depth > 0 || it.Redirects > 0) && !e.scope.allows(it.URL, it.Host, scopeDepth(it)) {
 		return failed(&store.Result{ErrorClass: classOutOfScope,
 			Error: "outside the crawl's scope, narrowed since the URL was queued"}), true
 	}

@@ -458,6 +458,17 @@ func TestProcessCompletes(t *testing.T) {
 			requests: 1,
 		},
 		{
+			name: "200 HTML: its links are queued as pages, then its requisites and frames as requisites",
+			page: page{status: 200, header: http.Header{"Content-Type": {"text/html"}}, body: `<title>home</title>
+				<link rel=stylesheet href=/s.css><img src=/i.png srcset="/i2.png 2x"><script src=/s.js></script>
+				<div style="background:url(/bg.png)"><a href="/a">a</a><iframe src="/f"></iframe></div>`},
+			want: store.Result{Status: 200, Title: "home", Outlinks: 7, Attempts: 1},
+			found: []string{"http://a.test/a", "http://a.test/s.css", "http://a.test/i.png", "http://a.test/i2.png",
+				"http://a.test/s.js", "http://a.test/bg.png", "http://a.test/f"},
+			counts:   store.Counts{Seen: 8, Fetched: 1, Queued: 7},
+			requests: 1,
+		},
+		{
 			name:     "404: failed, permanent",
 			page:     page{status: 404},
 			want:     store.Result{Status: 404, ErrorClass: "permanent", Attempts: 1},

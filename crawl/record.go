@@ -109,7 +109,7 @@ func (e *Engine) succeeded(x *exchange, now time.Time) disposition {
 			e.log.Debug("extract links", "url", it.URL, "err", x.scanErr)
 		}
 		r.Title, r.Outlinks = x.title, len(x.links)
-		found = e.discover(it.URL, x.links, it.Depth+1, 0)
+		found = e.discoverFrom(it, x.links) // requisites.go
 	}
 	return completed(r, found)
 }
@@ -129,6 +129,10 @@ func (e *Engine) redirect(it store.Item, resp *fetch.Response, r *store.Result) 
 	link, err := frontier.ParseLink(resp.Location)
 	if err != nil {
 		return nil
+	}
+	if it.Kind == store.KindRequisite {
+		// Still the page's requisite, wherever it moved to.
+		return e.discoverRequisites(it.URL, []frontier.Link{link}, it.Depth, it.Hops, it.Redirects+1)
 	}
 	return e.discover(it.URL, []frontier.Link{link}, it.Depth, it.Redirects+1)
 }
@@ -197,7 +201,7 @@ func (e *Engine) retryOrFail(x *exchange, v Verdict, now time.Time) disposition 
 
 func (e *Engine) fill(it store.Item, r *store.Result) *store.Result {
 	r.URL, r.FinalURL, r.Host, r.Depth = it.URL, it.URL, it.Host, it.Depth
-	r.Referrer, r.Lastmod = it.Referrer, it.Lastmod
+	r.Referrer, r.Lastmod, r.Kind = it.Referrer, it.Lastmod, it.Kind
 	if r.FetchedAt.IsZero() {
 		r.FetchedAt = e.opts.Now().UTC()
 	}

@@ -58,6 +58,18 @@ func (s *scope) allows(rawURL, host string, depth int) bool {
 	return s.matchesFilters(rawURL)
 }
 
+// allowsRequisite reports whether a page's requisite may be fetched: on
+// any host and at any depth, since it is part of a page already taken,
+// but never one the user excluded.
+func (s *scope) allowsRequisite(rawURL string) bool {
+	for _, re := range s.exclude {
+		if re.MatchString(rawURL) {
+			return false
+		}
+	}
+	return true
+}
+
 func (s *scope) matchesFilters(rawURL string) bool {
 	if len(s.include) > 0 {
 		ok := false

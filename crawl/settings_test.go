@@ -76,6 +76,8 @@ func TestEachSettingResumesAsTheTableSays(t *testing.T) {
 		{"include", `["/docs/"]`, stored},
 		{"exclude", `["\\.pdf$","/private/"]`, stored},
 		{"sitemaps", `false`, stored},
+		{"page-requisites", `false`, stored},
+		{"requisite-hops", `2`, stored},
 		{"delay", `"3s"`, stored},
 		{"host-concurrency", `2`, stored},
 		{"user-agent", `"mybot/2.0"`, stored},

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"image"
+	"image/color"
+	"image/png"
 	"io"
 	"log"
 	"math/rand/v2"
@@ -65,6 +68,10 @@ type SiteOptions struct {
 	Now func() time.Time
 	// Seed fixes cross links and flaky failures.
 	Seed int64
+	// Requisites gives every page what a real page needs to be shown: the
+	// host's stylesheet (with a background image), its logo and an image
+	// of the page's own, all on the page's host.
+	Requisites bool
 }
 
 // Request is one entry of a host's request log.
@@ -371,6 +378,11 @@ func (h *Host) route(hdr http.Header, buf *bytes.Buffer, r *http.Request) int {
 			"<body><h1>Staff only</h1><p>Crawlers should not be here.</p><a href=\"/\">home</a></body></html>\n", h.title)
 		return http.StatusOK
 	}
+	if h.site.opts.Requisites {
+		if status, ok := h.requisite(hdr, buf, p); ok {
+			return status
+		}
+	}
 	i, ok := pageNumber(p, h.spec.Pages)
 	if !ok {
 		return plain(hdr, buf, http.StatusNotFound, "Not found.\n")
@@ -420,7 +432,14 @@ func pageNumber(p string, pages int) (int, bool) {
 func (h *Host) writePage(buf *bytes.Buffer, i int) {
 	n := h.spec.Pages
 	buf.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>")
-	fmt.Fprintf(buf, "%s page %d</title></head>\n<body>\n<h1>%s page %d</h1>\n", h.title, i, h.title, i)
+	fmt.Fprintf(buf, "%s page %d</title>", h.title, i)
+	if h.site.opts.Requisites {
+		buf.WriteString("<link rel=\"stylesheet\" href=\"/site.css\">")
+	}
+	fmt.Fprintf(buf, "</head>\n<body>\n<h1>%s page %d</h1>\n", h.title, i)
+	if h.site.opts.Requisites {
+		fmt.Fprintf(buf, "<img src=\"/logo.png\" alt=\"logo\"><img src=\"/img/%d.png\" alt=\"figure %d\">\n", i, i)
+	}
 	writeRevision(buf, h.revision(i))
 	for k := range 5 {
 		buf.WriteString(filler[(i+k)%len(filler)])
@@ -443,6 +462,39 @@ func (h *Host) writePage(buf *bytes.Buffer, i int) {
 	writeNoise(buf, h, n, i)
 	buf.WriteString("</body></html>\n")
 }
+
+// requisite serves the stylesheet and images of SiteOptions.Requisites.
+func (h *Host) requisite(hdr http.Header, buf *bytes.Buffer, p string) (int, bool) {
+	switch {
+	case p == "/site.css":
+		hdr.Set("Content-Type", "text/css")
+		buf.WriteString("body { font-family: sans-serif; background: #fff url(/bg.png) repeat-x }\nh1 { color: #236 }\n")
+	case p == "/logo.png" || p == "/bg.png":
+		hdr.Set("Content-Type", "image/png")
+		buf.Write(tinyPNG)
+	case strings.HasPrefix(p, "/img/") && strings.HasSuffix(p, ".png"):
+		n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(p, "/img/"), ".png"))
+		if err != nil || n < 0 || n >= h.spec.Pages {
+			return 0, false
+		}
+		hdr.Set("Content-Type", "image/png")
+		buf.Write(tinyPNG)
+	default:
+		return 0, false
+	}
+	return http.StatusOK, true
+}
+
+// tinyPNG is a valid 1x1 PNG: a browser shows it, a crawler stores it.
+var tinyPNG = func() []byte {
+	var b bytes.Buffer
+	img := image.NewNRGBA(image.Rect(0, 0, 1, 1))
+	img.Set(0, 0, color.NRGBA{R: 0x22, G: 0x33, B: 0x66, A: 0xff})
+	if err := png.Encode(&b, img); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}()
 
 // writeNoise adds the links real sites are full of. Each one resolves to a
 // page that is already a plain link somewhere on the host, except mailto:,

@@ -4,6 +4,7 @@ import (
 	"breakwater/store"
 	"container/heap"
 	"math/bits"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -22,15 +23,18 @@ import (
 // at once, even while workers are busy (see wakeLongestLocked). A host that
 // can only fail, linked from many pages, is among them and is found out early.
 type hostQueue struct {
-	name       string
-	buf        []store.Item // next URLs in FIFO order
-	backlog    int          // committed URLs in the file not in buf
-	loadedSeq  uint64       // highest Seq ever put in buf
-	active     bool         // its URLs are loaded into buf as it drains
-	dormantIdx int          // in Frontier.dormant; -1 when absent
-	dormantSeq uint64       // when it was put there: ties wake oldest first
-	activating bool         // its first load since activation is pending
-	sizeClass  int          // its count in Frontier.activeSizes; 0: none
+	name      string
+	buf       []store.Item // next URLs: requisites first, each kind in FIFO order
+	backlog   int          // committed URLs in the file not in buf
+	loadedSeq uint64       // highest Seq put in buf in file order
+	// early holds the Seq of requisites put in buf ahead of the file's
+	// order (see addedLocked): a load that meets them again skips them.
+	early      map[uint64]struct{}
+	active     bool   // its URLs are loaded into buf as it drains
+	dormantIdx int    // in Frontier.dormant; -1 when absent
+	dormantSeq uint64 // when it was put there: ties wake oldest first
+	activating bool   // its first load since activation is pending
+	sizeClass  int    // its count in Frontier.activeSizes; 0: none
 	loading    bool
 	inflight   int
 	leased     []uint64 // Seq of each lease in flight
@@ -159,11 +163,44 @@ func (f *Frontier) appendLoadedLocked(h *hostQueue, items []store.Item) {
 		if it.Seq <= h.loadedSeq {
 			continue
 		}
-		h.buf = append(h.buf, it)
 		h.loadedSeq = it.Seq
+		if _, ok := h.early[it.Seq]; ok {
+			delete(h.early, it.Seq)
+			continue // in buf already, or leased: never counted in backlog
+		}
+		h.push(it)
 		h.backlog--
 	}
+	for seq := range h.early {
+		if seq <= h.loadedSeq {
+			delete(h.early, seq) // done before a load came by
+		}
+	}
+	if len(h.early) == 0 {
+		h.early = nil
+	}
 }
+
+// push puts it in the buffer: a page at the end, a requisite after the
+// requisites already there, ahead of every page, so that the pages being
+// fetched get their images and stylesheets before new pages are begun
+// and a crawl that stops leaves whole pages.
+func (h *hostQueue) push(it store.Item) {
+	if it.Kind != store.KindRequisite {
+		h.buf = append(h.buf, it)
+		return
+	}
+	i := 0
+	for i < len(h.buf) && h.buf[i].Kind == store.KindRequisite {
+		i++
+	}
+	h.buf = slices.Insert(h.buf, i, it)
+}
+
+// maxEarlyFactor bounds the buffer of an active host taking requisites
+// ahead of its file (Buffer times this): a page of 500 images does not
+// hold them all in memory.
+const maxEarlyFactor = 4
 
 // addedLocked takes the items a commit queued. An item goes straight into
 // the host's buffer when the buffer holds everything the file has for the
@@ -180,11 +217,20 @@ func (f *Frontier) addedLocked(items []store.Item) {
 			continue
 		}
 		h = f.host(it.Host)
-		if h.active && h.backlog <= 0 && !h.loading && len(h.buf) < f.opts.Buffer {
+		switch {
+		case h.active && h.backlog <= 0 && !h.loading && len(h.buf) < f.opts.Buffer:
 			h.backlog = 0
-			h.buf = append(h.buf, it)
+			h.push(it)
 			h.loadedSeq = it.Seq
-		} else {
+		case h.active && it.Kind == store.KindRequisite && len(h.buf) < maxEarlyFactor*f.opts.Buffer:
+			// Ahead of the pages still in the file, which a load brings in
+			// later and which must then skip it.
+			if h.early == nil {
+				h.early = map[uint64]struct{}{}
+			}
+			h.early[it.Seq] = struct{}{}
+			h.push(it)
+		default:
 			h.backlog++
 		}
 		f.announcedSeq = max(f.announcedSeq, it.Seq)

@@ -322,7 +322,7 @@ func (f *Frontier) committed(c *store.Committed) {
 				h.loadedSeq = max(h.loadedSeq, it.Seq)
 			}
 			h.buf = slices.DeleteFunc(h.buf, func(it store.Item) bool { return slices.Contains(failed, it.Seq) })
-			h.backlog = 0
+			h.backlog, h.early = 0, nil
 			if h.dormantIdx >= 0 {
 				heap.Remove(&f.dormant, h.dormantIdx)
 			}

@@ -216,7 +216,7 @@ func (db *DB) RequeueFailed() (int, error) {
 			}
 			if r.Failed() && !pending[h] {
 				failed = append(failed, store.Item{Host: r.Host, URL: r.URL, Hash: h, Depth: r.Depth,
-					Replaces: beUint64(k), Referrer: r.Referrer, Lastmod: r.Lastmod})
+					Replaces: beUint64(k), Referrer: r.Referrer, Lastmod: r.Lastmod, Kind: r.Kind, Hops: r.RequisiteHops()})
 			}
 			return nil
 		})

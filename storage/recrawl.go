@@ -73,7 +73,7 @@ func (db *DB) StageRefreshes(after uint64, staleBefore time.Time, limit int) (st
 				rec[0] = store.RecordRefreshing
 				keys, records = append(keys, append([]byte(nil), k...)), append(records, rec)
 				items = append(items, store.Item{Host: r.Host, URL: r.URL, Hash: h, Depth: r.Depth, Replaces: key,
-					Referrer: r.Referrer, Lastmod: r.Lastmod})
+					Referrer: r.Referrer, Lastmod: r.Lastmod, Kind: r.Kind, Hops: r.RequisiteHops()})
 			}
 			scan.After = key
 		}

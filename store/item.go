@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 )
 
 // Hash identifies a URL: the first 16 bytes of the SHA-256 of its canonical
@@ -31,9 +32,15 @@ type Item struct {
 	// Referrer is the URL of the page (or sitemap) the URL was first found
 	// on; "" for a seed.
 	Referrer string
-	// Kind says how the fetched body is read: a page (links followed) or a
-	// sitemap (its URLs queued).
+	// Kind says how the fetched body is read: a page (links followed), a
+	// sitemap (its URLs queued) or a requisite (what a page needs to be
+	// shown: only its own requisites are taken, and its links only when
+	// it is in the crawl's scope).
 	Kind ItemKind
+	// Hops counts the requisite links from the nearest page to this
+	// requisite (a page's stylesheet is 1, the stylesheet's @import 2,
+	// its font 3); 0 for a page or sitemap.
+	Hops int
 	// Lastmod is the sitemap's lastmod for the URL, as written; "" if none.
 	Lastmod string
 }
@@ -44,7 +51,36 @@ type ItemKind uint8
 const (
 	KindPage ItemKind = iota
 	KindSitemap
+	KindRequisite
 )
+
+var itemKindNames = [...]string{KindPage: "page", KindSitemap: "sitemap", KindRequisite: "requisite"}
+
+func (k ItemKind) String() string {
+	if int(k) < len(itemKindNames) {
+		return itemKindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// MarshalText writes the kind's name, as exports show it.
+func (k ItemKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText reads a kind's name; "" is a page (exports made before
+// kinds were kept).
+func (k *ItemKind) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*k = KindPage
+		return nil
+	}
+	for i, name := range itemKindNames {
+		if string(b) == name {
+			*k = ItemKind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown kind %q", b)
+}
 
 // Item formats: 2 has no Referrer, Kind or Lastmod (files written before
 // they were kept); 3 adds them. Both are read.
@@ -76,6 +112,10 @@ func (it *Item) marshal(withHost bool) []byte {
 		flags |= itemHasLastmod
 		size += uvarintLen(uint64(len(it.Lastmod))) + len(it.Lastmod)
 	}
+	if it.Hops > 0 {
+		flags |= itemHasHops
+		size += uvarintLen(uint64(it.Hops))
+	}
 	b := make([]byte, 0, size) // exact: a million queued URLs are a million of these
 	b = append(b, itemFormat)
 	b = append(b, it.Hash[:]...)
@@ -92,17 +132,21 @@ func (it *Item) marshal(withHost bool) []byte {
 		b = binary.AppendUvarint(b, uint64(len(it.Lastmod)))
 		b = append(b, it.Lastmod...)
 	}
+	if it.Hops > 0 {
+		b = binary.AppendUvarint(b, uint64(it.Hops))
+	}
 	b = binary.AppendUvarint(b, uint64(len(host)))
 	b = append(b, host...)
 	return append(b, it.URL...)
 }
 
 // The flags byte of format 3: the kind in its low bits, then which of the
-// optional strings follow (a seed has neither: one byte more than format 2).
+// optional fields follow (a seed has none: one byte more than format 2).
 const (
 	itemKindMask    = 0x03
 	itemHasReferrer = 0x04
 	itemHasLastmod  = 0x08
+	itemHasHops     = 0x10
 )
 
 func uvarintLen(x uint64) int {
@@ -135,7 +179,7 @@ func ParseItem(b []byte) (Item, error) {
 	it.Replaces = fields[3]
 	var ok bool
 	if format == itemFormat {
-		if len(rest) < 1 || rest[0]&^(itemKindMask|itemHasReferrer|itemHasLastmod) != 0 {
+		if len(rest) < 1 || rest[0]&^(itemKindMask|itemHasReferrer|itemHasLastmod|itemHasHops) != 0 {
 			return it, ErrBadItem
 		}
 		flags := rest[0]
@@ -149,6 +193,13 @@ func ParseItem(b []byte) (Item, error) {
 			if it.Lastmod, rest, ok = cutString(rest); !ok {
 				return it, ErrBadItem
 			}
+		}
+		if flags&itemHasHops != 0 {
+			hops, n := binary.Uvarint(rest)
+			if n <= 0 || hops == 0 || hops > 255 {
+				return it, ErrBadItem
+			}
+			it.Hops, rest = int(hops), rest[n:]
 		}
 	}
 	if it.Host, rest, ok = cutString(rest); !ok {

@@ -19,7 +19,8 @@ func TestItemRoundTripKeepsEveryField(t *testing.T) {
 			Replaces:  rapid.Uint64().Draw(t, "replaces"),
 			// Depth and the counts are never negative; a huge one still sizes right.
 			Referrer: rapid.String().Draw(t, "referrer"),
-			Kind:     ItemKind(rapid.IntRange(0, 1).Draw(t, "kind")),
+			Kind:     ItemKind(rapid.IntRange(0, 2).Draw(t, "kind")),
+			Hops:     rapid.IntRange(0, 255).Draw(t, "hops"),
 			Lastmod:  rapid.String().Draw(t, "lastmod"),
 		}
 		enc := it.marshal(true)

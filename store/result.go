@@ -42,7 +42,10 @@ type Result struct {
 	// is the sitemap's lastmod for the URL, as written.
 	Referrer string `json:"referrer"`
 	Location string `json:"location,omitempty"`
-	Lastmod  string `json:"lastmod,omitempty"`
+	// Kind is what the URL was fetched as: a page, a requisite of one
+	// (an image, a stylesheet, a frame) or a sitemap.
+	Kind    ItemKind `json:"kind"`
+	Lastmod string   `json:"lastmod,omitempty"`
 
 	// WARCFile and WARCOffset say where the fetch's records are: the WARC
 	// file (of the process that fetched it, in a fleet) and the offset of
@@ -140,6 +143,7 @@ const (
 	bodyValidators  // ETag and LastModified follow Error (records before them lack both)
 	bodyOrigin      // Referrer, Location and Lastmod follow (records before them lack all three)
 	bodyArchived    // Archived follows: its date, and its URI, "" when it is URL (records before it lack both)
+	bodyKind        // a Kind byte other than KindPage ends the record (records before kinds were kept are pages)
 )
 
 // appendResultBody appends r's fields: a flags byte, then strings as a
@@ -170,6 +174,9 @@ func appendResultBody(out []byte, r *Result) []byte {
 	}
 	if !r.Archived.Date.IsZero() {
 		flags |= bodyArchived
+	}
+	if r.Kind != KindPage {
+		flags |= bodyKind
 	}
 	out = append(out, flags)
 	out = appendString(out, r.URL)
@@ -211,6 +218,9 @@ func appendResultBody(out []byte, r *Result) []byte {
 			uri = ""
 		}
 		out = appendString(out, uri)
+	}
+	if flags&bodyKind != 0 {
+		out = append(out, byte(r.Kind))
 	}
 	return out
 }
@@ -373,7 +383,14 @@ func decodeResultBody(body []byte) (Result, error) {
 			r.Archived.URI = r.URL
 		}
 	}
-	if d.bad || len(d.b) != 0 || f >= bodyArchived<<1 {
+	if f&bodyKind != 0 {
+		kind := d.bytes(1)
+		if d.bad || kind[0] == byte(KindPage) {
+			return Result{}, errBadResult
+		}
+		r.Kind = ItemKind(kind[0])
+	}
+	if d.bad || len(d.b) != 0 {
 		return Result{}, errBadResult
 	}
 	return r, nil
@@ -428,10 +445,21 @@ func (t *Tallies) Merge(d Tallies) {
 // Empty reports whether t counts nothing.
 func (t *Tallies) Empty() bool { return len(t.Status) == 0 && len(t.Failed) == 0 }
 
+// RequisiteHops is the hops a requisite queued again from its result
+// (a retry, a refresh) starts from: the result does not keep them, so
+// it is taken as named by a page, which bounds what it brings as tightly
+// as anything found on it.
+func (r *Result) RequisiteHops() int {
+	if r.Kind == KindRequisite {
+		return 1
+	}
+	return 0
+}
+
 // ForItem is a FailHost template filled in for one of the host's URLs.
 func (template *Result) ForItem(it Item) Result {
 	r := *template
 	r.URL, r.FinalURL, r.Host, r.Depth, r.Attempts = it.URL, it.URL, it.Host, it.Depth, it.Attempts
-	r.Referrer, r.Lastmod = it.Referrer, it.Lastmod
+	r.Referrer, r.Lastmod, r.Kind = it.Referrer, it.Lastmod, it.Kind
 	return r
 }

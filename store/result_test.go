@@ -28,6 +28,7 @@ func drawResult(t *rapid.T) Result {
 		Title:       str("title"),
 		Outlinks:    rapid.Int().Draw(t, "outlinks"),
 		Attempts:    rapid.Int().Draw(t, "attempts"),
+		Kind:        ItemKind(rapid.IntRange(0, 2).Draw(t, "kind")),
 		ErrorClass:  str("error_class"),
 		Error:       str("error"),
 	}

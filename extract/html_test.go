@@ -1,18 +1,19 @@
-package crawl
+package extract
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"breakwater/frontier"
 )
 
 const testPage = "http://example.com/dir/page.html"
 
-func TestExtractLinks(t *testing.T) {
+// TestScanHTMLNavigation: the anchors of a page, resolved, filtered and
+// de-duplicated.
+func TestScanHTMLNavigation(t *testing.T) {
 	tests := []struct {
 		name, contentType, body string
 		want                    []string
@@ -45,8 +46,7 @@ func TestExtractLinks(t *testing.T) {
 		{"dedupe keeps first order", "text/html", `<a href="b">1</a><a href="a">2</a><a href="b">3</a>
 			<a href="a#one">4</a><a href="./a#two">5</a>`,
 			[]string{"http://example.com/dir/b", "http://example.com/dir/a"}},
-		{"area yes, link and a-without-href no", "text/html", `<map><area href="/map1"></map><a name="anchor">x</a>
-			<link rel="stylesheet" href="/style.css"><img src="/i.png">`,
+		{"area yes, a without href no", "text/html", `<map><area href="/map1"></map><a name="anchor">x</a>`,
 			[]string{"http://example.com/map1"}},
 		{"sniffed html", "", `<!DOCTYPE html><html><a href="s">s</a></html>`,
 			[]string{"http://example.com/dir/s"}},
@@ -64,18 +64,15 @@ func TestExtractLinks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, links, err := ExtractLinks(testPage, tt.contentType, []byte(tt.body))
-			if err != nil {
-				t.Fatalf("ExtractLinks: %v", err)
-			}
-			if got := linkURLs(t, links); !slices.Equal(got, tt.want) {
+			page := scan(t, tt.contentType, tt.body)
+			if got := linkURLs(t, page.Links); !slices.Equal(got, tt.want) {
 				t.Errorf("links:\n got %q\nwant %q", got, tt.want)
 			}
 		})
 	}
 }
 
-func TestExtractTitle(t *testing.T) {
+func TestScanHTMLTitle(t *testing.T) {
 	long := strings.Repeat("é", 600)
 	tests := []struct {
 		name, contentType, body, want string
@@ -95,44 +92,56 @@ func TestExtractTitle(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			title, _, err := ExtractLinks(testPage, tt.contentType, []byte(tt.body))
-			if err != nil {
-				t.Fatalf("ExtractLinks: %v", err)
-			}
-			if title != tt.want {
+			if title := scan(t, tt.contentType, tt.body).Title; title != tt.want {
 				t.Errorf("title = %q, want %q", title, tt.want)
 			}
 		})
 	}
 }
 
-func TestExtractLinksCapsPerPage(t *testing.T) {
+// The cap counts every kind: a page of images and anchors keeps the first
+// 10,000 of them in document order, whatever their kind.
+func TestScanHTMLCapsPerPage(t *testing.T) {
 	var b strings.Builder
-	for i := range maxLinksPerPage + 50 {
-		fmt.Fprintf(&b, `<a href="/p%d">x</a>`, i)
+	for i := range maxLinks + 50 {
+		if i%2 == 0 {
+			fmt.Fprintf(&b, `<a href="/p%d">x</a>`, i)
+		} else {
+			fmt.Fprintf(&b, `<img src="/p%d">`, i)
+		}
 	}
-	_, links, err := ExtractLinks(testPage, "text/html", []byte(b.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(links) != maxLinksPerPage {
-		t.Fatalf("got %d links, want the cap %d", len(links), maxLinksPerPage)
+	links := scan(t, "text/html", b.String()).Links
+	if len(links) != maxLinks {
+		t.Fatalf("got %d links, want the cap %d", len(links), maxLinks)
 	}
 	if first, last := links[0].URL, links[len(links)-1].URL; first != "http://example.com/p0" ||
-		last != fmt.Sprintf("http://example.com/p%d", maxLinksPerPage-1) {
-		t.Errorf("kept %q .. %q, want the first %d in document order", first, last, maxLinksPerPage)
+		last != fmt.Sprintf("http://example.com/p%d", maxLinks-1) {
+		t.Errorf("kept %q .. %q, want the first %d in document order", first, last, maxLinks)
 	}
+	if links[1].Kind != Requisite || links[2].Kind != Navigation {
+		t.Errorf("kinds %v, %v; want requisite, navigation", links[1].Kind, links[2].Kind)
+	}
+}
+
+// scan is ScanHTML of body as testPage, which must not fail.
+func scan(t testing.TB, contentType, body string) Page {
+	t.Helper()
+	page, err := ScanHTML(testPage, contentType, strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("ScanHTML: %v", err)
+	}
+	return page
 }
 
 // linkURLs returns the links' URLs, checking that each link's host key and
 // hash are what parsing its URL on its own gives: resolving a link and
 // canonicalizing it from the same parse must not change the dedupe key.
-func linkURLs(t *testing.T, links []frontier.Link) []string {
+func linkURLs(t *testing.T, links []Link) []string {
 	t.Helper()
 	var out []string
 	for _, l := range links {
 		again, err := frontier.ParseLink(l.URL)
-		if err != nil || again != l {
+		if err != nil || again != l.Link {
 			t.Fatalf("link %+v parsed on its own gives %+v, %v", l, again, err)
 		}
 		out = append(out, l.URL)
@@ -140,56 +149,13 @@ func linkURLs(t *testing.T, links []frontier.Link) []string {
 	return out
 }
 
-func TestExtractLinksBadPageURL(t *testing.T) {
+func TestScanBadDocumentURL(t *testing.T) {
 	for _, page := range []string{"", "/relative", "mailto:a@example.com"} {
-		if _, _, err := ExtractLinks(page, "text/html", []byte(`<a href="x">x</a>`)); err == nil {
-			t.Errorf("ExtractLinks(page %q) succeeded, want an error", page)
+		if _, err := ScanHTML(page, "text/html", strings.NewReader(`<a href="x">x</a>`)); err == nil {
+			t.Errorf("ScanHTML(page %q) succeeded, want an error", page)
 		}
-	}
-}
-
-func FuzzExtractLinks(f *testing.F) {
-	f.Add("text/html", []byte(`<base href="/b/"><title>t</title><a href="x#f">x</a><area href="javascript:x">`))
-	f.Add("", []byte("<meta charset=iso-8859-1><title>\xe9</title><a href='//h/p'>"))
-	f.Add("text/html; charset=shift_jis", []byte("<a href=\"\x82\xa0\">"))
-	f.Add("application/xhtml+xml", []byte(`<a href="<a href=">`))
-	f.Fuzz(func(t *testing.T, contentType string, body []byte) {
-		title, links, err := ExtractLinks(testPage, contentType, body)
-		if err != nil {
-			t.Fatalf("ExtractLinks errored on a valid page URL: %v", err)
-		}
-		if utf8.RuneCountInString(title) > maxTitleRunes || len(links) > maxLinksPerPage {
-			t.Fatalf("title of %d runes, %d links", utf8.RuneCountInString(title), len(links))
-		}
-		seen := make(map[string]bool)
-		for _, l := range linkURLs(t, links) {
-			if !strings.HasPrefix(l, "http://") && !strings.HasPrefix(l, "https://") || strings.Contains(l, "#") || seen[l] {
-				t.Fatalf("bad or duplicate link %q", l)
-			}
-			seen[l] = true
-		}
-	})
-}
-
-// benchPage is about 30 KB of HTML with 100 links.
-func benchPage() []byte {
-	var b strings.Builder
-	b.WriteString("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>Benchmark page</title></head><body>\n")
-	for i := range 100 {
-		fmt.Fprintf(&b, "<div class=\"item\"><h2>Item %d</h2><p>%s</p><a href=\"/section/%d/item-%d.html?ref=list#top\">more</a></div>\n",
-			i, strings.Repeat("Lorem ipsum dolor sit amet. ", 9), i%7, i)
-	}
-	b.WriteString("</body></html>")
-	return []byte(b.String())
-}
-
-func BenchmarkExtractLinks(b *testing.B) {
-	page := benchPage()
-	b.SetBytes(int64(len(page)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, links, err := ExtractLinks(testPage, "text/html; charset=utf-8", page); err != nil || len(links) != 100 {
-			b.Fatalf("got %d links, err %v", len(links), err)
+		if _, err := ScanCSS(page, "text/css", strings.NewReader(`a{b:url(x)}`)); err == nil {
+			t.Errorf("ScanCSS(stylesheet %q) succeeded, want an error", page)
 		}
 	}
 }
@@ -197,7 +163,7 @@ func BenchmarkExtractLinks(b *testing.B) {
 // Declared UTF-8 bodies skip the decoder; the links and title must be the
 // same as through it, and a body that is not valid UTF-8, or that carries a
 // UTF-16 BOM, must still be decoded.
-func TestExtractLinksUTF8FastPath(t *testing.T) {
+func TestScanHTMLUTF8FastPath(t *testing.T) {
 	tests := []struct {
 		name, contentType string
 		body              []byte
@@ -210,11 +176,8 @@ func TestExtractLinksUTF8FastPath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			title, links, err := ExtractLinks(testPage, tt.contentType, tt.body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := linkURLs(t, links); title != tt.title || !slices.Equal(got, []string{"http://example.com/x"}) {
+			page := scan(t, tt.contentType, string(tt.body))
+			if got, title := linkURLs(t, page.Links), page.Title; title != tt.title || !slices.Equal(got, []string{"http://example.com/x"}) {
 				t.Errorf("title %q, links %q; want %q and [http://example.com/x]", title, got, tt.title)
 			}
 		})
