@@ -196,7 +196,7 @@ func (c *crawlFlags) toOptions(args []string) error {
 			return usagef("--cookies: %v", err)
 		}
 	}
-	for _, path := range []*string{&o.Cookies, &o.WARC.Dir, &cmd.MetricsFile} {
+	for _, path := range []*string{&o.Cookies, &o.WARC.Dir, &cmd.MetricsFile, &cmd.WACZ} {
 		if *path == "" {
 			continue
 		}
@@ -279,11 +279,13 @@ func crawlInto(ctx context.Context, target backend.Target, vals crawl.FlagValues
 	if err != nil {
 		return err
 	}
-	started := false
+	started, closed := false, false
 	defer func() {
-		if started {
+		switch {
+		case closed:
+		case started:
 			db.Close()
-		} else {
+		default:
 			db.Discard() // a run refused before it began leaves no file behind
 		}
 	}()
@@ -296,7 +298,31 @@ func crawlInto(ctx context.Context, target backend.Target, vals crawl.FlagValues
 	}
 	err = runEngine(ctx, db, vals, given, line, stdout, &started)
 	db.LogUsage(opts.Logger)
+	if out := vals.Command.WACZ; out != "" && started && ranToAnEnd(err) {
+		// The package reads the crawl as any command does: the run lets go first.
+		closed = true
+		if cerr := db.Close(); cerr != nil {
+			return errors.Join(err, cerr)
+		}
+		sum, werr := writeWACZ(ctx, target, "", out, "", time.Now())
+		if werr != nil {
+			return fmt.Errorf("--wacz %s: %w", out, werr)
+		}
+		fmt.Fprintf(stdout, "wrote %s: %d WARC files, %d pages (%d seeds), %d index lines\n",
+			out, sum.WARCs, sum.Pages, sum.Seeds, sum.IndexLines)
+	}
 	return err
+}
+
+// ranToAnEnd reports whether a run ended as a crawl ends (done, work left,
+// or failed by its own measure) rather than on an error: only then is
+// there an archive worth packaging.
+func ranToAnEnd(err error) bool {
+	switch codeOf(err) {
+	case ExitOK, ExitWorkLeft, ExitFailed:
+		return true
+	}
+	return false
 }
 
 // runEngine runs the crawl on an opened store; started is set once the
@@ -307,6 +333,9 @@ func runEngine(ctx context.Context, db backend.Backend, vals crawl.FlagValues, g
 		return usageError{err}
 	}
 	opts, cmd := vals.Options, vals.Command
+	if cmd.WACZ != "" && opts.WARC.Dir == "" {
+		return usagef("--wacz %s: the crawl has no archive to package; give --warc DIR too", cmd.WACZ)
+	}
 	policy := runPolicy{failRatio: cmd.FailRatio, listen: cmd.Listen, metricsFile: cmd.MetricsFile, notify: cmd.Notify, line: line}
 	if policy.metricsFile != "" {
 		if info, err := os.Stat(filepath.Dir(policy.metricsFile)); err != nil || !info.IsDir() {

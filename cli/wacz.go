@@ -225,7 +225,7 @@ func isSeed(r *store.Result) bool { return r.Depth == 0 && r.Referrer == "" }
 // isHTMLPage reports whether r is a page a replay tool lists: fetched
 // with a 2xx status as HTML or XHTML.
 func isHTMLPage(r *store.Result) bool {
-	if r.Failed() || r.Status < 200 || r.Status > 299 {
+	if r.Failed() || r.Status < 200 || r.Status > 299 || r.Kind != store.KindPage {
 		return false
 	}
 	mt, _, err := mime.ParseMediaType(r.ContentType)

@@ -99,6 +99,7 @@ type CommandOptions struct {
 	Listen      string // --listen: serve status and metrics there; "" off
 	MetricsFile string // --metrics-file: write the metrics there; "" off
 	Notify      string // --notify: POST events to this URL; "" off
+	WACZ        string // --wacz: package the archive there when the run ends; "" off
 	LogFormat   string // --log-format: auto, text or json
 	LogLevel    string // --log-level: debug, info, warn or error
 }
@@ -283,6 +284,10 @@ var flagTable = []Flag{
 	{Name: "warc-secrets", Group: GroupArchive, Stored: true,
 		Help:  "secret request header values (Authorization, Cookie, tokens) in WARC request records: mask (replaced by a marker) or keep (as sent, for a private archive); a proxy's credentials are never kept",
 		field: func(v *FlagValues) any { return &v.Options.WARC.Secrets }},
+	{Name: "wacz", Group: GroupArchive,
+		Why:   "packaging copies the whole archive: a run asks for it, a resume from cron does not redo it unasked",
+		Help:  "when the run ends, package the archive (the --warc files, their index and the crawl's pages) as a WACZ file here, as the wacz command does",
+		field: func(v *FlagValues) any { return &v.Command.WACZ }},
 
 	// Watching.
 	{Name: "progress", Group: GroupWatching, Why: whyTerminal,

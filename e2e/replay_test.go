@@ -128,7 +128,6 @@ func assertBrokenPage(t testing.TB, rep pageReport) {
 // ReplayWeb.page, both pages of it; crawled with --page-requisites=false
 // it replays with its images missing, so the check can fail.
 func TestReplayCrawlWACZ(t *testing.T) {
-	needCrawlFlags(t, "page-requisites", "wacz")
 	pkg := replayWebPageDir(t)
 	browser := startBrowser(t)
 	site := startRequisiteSite(t)

@@ -12,19 +12,6 @@ import (
 	"breakwater/demosite"
 )
 
-// needCrawlFlags skips the test until `crawl --help` lists every one of
-// flags: the tests of page requisites and WACZ are written ahead of the
-// crawl's flags for them.
-func needCrawlFlags(t testing.TB, flags ...string) {
-	t.Helper()
-	help := mustRun(t, cli.ExitOK, "crawl", "--help").stdout
-	for _, f := range flags {
-		if flagLine(help, f) == "" {
-			t.Skipf("crawl has no --%s yet", f)
-		}
-	}
-}
-
 // exportedKinds maps every stored result's URL to its kind (page,
 // requisite, robots, sitemap).
 func exportedKinds(t *testing.T, db string) map[string]string {
@@ -55,7 +42,6 @@ func exportedKinds(t *testing.T, db string) map[string]string {
 // and every requisite is in the archive. With --page-requisites=false
 // only the pages are fetched.
 func TestRequisiteCrawlEndToEnd(t *testing.T) {
-	needCrawlFlags(t, "page-requisites")
 	t.Run("on", func(t *testing.T) {
 		site := startRequisiteSite(t)
 		db := tempDB(t)
