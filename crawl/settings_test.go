@@ -112,6 +112,7 @@ func TestEachSettingResumesAsTheTableSays(t *testing.T) {
 		{"notify", `"http://127.0.0.1:9/hook"`, stored},
 		{"metrics-file", `"/tmp/crawl.prom"`, stored},
 		{"listen", `"127.0.0.1:9150"`, perRun},
+		{"wacz", `"/tmp/crawl.wacz"`, perRun},
 		{"log-format", `"json"`, perRun},
 		{"log-level", `"debug"`, perRun},
 		{"store", `"redis://127.0.0.1:6379"`, perRun},
