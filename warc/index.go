@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/klauspost/compress/gzip"
 
@@ -166,27 +165,14 @@ func fileIndex(path string) (r io.ReadCloser, read bool, err error) {
 		}
 		return f, false, nil
 	}
-	err = writeFileIndex(side, func(w io.Writer) error { return indexFile(path, w) })
-	if err == nil {
-		f, err := os.Open(side)
-		if err != nil {
-			return nil, true, fmt.Errorf("index: %w", err)
-		}
-		return f, true, nil
-	}
-	if !errors.Is(err, fs.ErrPermission) && !isReadOnly(err) {
+	if err := writeFileIndex(side, func(w io.Writer) error { return indexFile(path, w) }); err != nil {
 		return nil, true, err
 	}
-	// A directory this process may not write (an archive handed on, read
-	// only): the file's index is made for this merge alone.
-	buf := spool.New("", 0)
-	if err := indexFile(path, buf); err != nil {
-		buf.Close()
-		return nil, true, err
+	f, err := os.Open(side)
+	if err != nil {
+		return nil, true, fmt.Errorf("index: %w", err)
 	}
-	sr := &spoolReader{Buffer: buf}
-	sr.rewind()
-	return sr, true, nil
+	return f, true, nil
 }
 
 // indexCurrent reports whether the WARC file at path has its own index
@@ -227,8 +213,6 @@ func writeFileIndex(side string, write func(io.Writer) error) error {
 	}
 	return nil
 }
-
-func isReadOnly(err error) bool { return errors.Is(err, syscall.EROFS) }
 
 // indexFile writes the sorted CDXJ lines of the WARC file at path to w,
 // reading every record: gzip members one by one (offset and length are
@@ -321,8 +305,8 @@ func readGzipMembers(src *countingReader, each func(rec *recordHead, offset, len
 	}
 }
 
-// readPlainRecords is readGzipMembers for an uncompressed file: each record runs
-// to the end of its block and the two line ends after it.
+// readPlainRecords is readGzipMembers for an uncompressed file: each
+// record runs to the end of its block, followed by two line ends.
 func readPlainRecords(src *countingReader, each func(rec *recordHead, offset, length int64) error) error {
 	br := bufio.NewReader(src)
 	var at int64
@@ -345,8 +329,10 @@ func readPlainRecords(src *countingReader, each func(rec *recordHead, offset, le
 		if err != nil {
 			return fmt.Errorf("record at offset %d: %w", offset, err)
 		}
+		// As pywb's and warcio's indexers have it, the record's length
+		// leaves out the line ends between records.
 		at += rec.headerBytes + rec.length + 4
-		if err := each(rec, offset, at-offset); err != nil {
+		if err := each(rec, offset, rec.headerBytes+rec.length); err != nil {
 			return err
 		}
 	}

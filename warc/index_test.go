@@ -74,7 +74,8 @@ func mixedArchive(t *testing.T, dir string, maxSize int64, sortRun int) []string
 		exchange("http://www.127.0.0.1.example:1/www", "www", at),
 		exchange("http://127.0.0.1:1/big", big, at.Add(2*time.Second)),
 		raw("http://127.0.0.1:1/untyped", "HTTP/1.1 404 Not Found\r\nContent-Length: 4\r\n\r\ngone", at),
-		raw("http://127.0.0.1:1/chunked", chunked("chunked body", ";x=1", 4, 3), at),
+		raw("http://127.0.0.1:1/chunked", "HTTP/1.1 200 OK\r\nContent-Type: text/css\r\nTransfer-Encoding: chunked\r\n\r\n"+
+			chunked("chunked body", ";x=1", 4, 3), at),
 		raw("http://127.0.0.1:1/typed", "HTTP/1.1 301 Moved\r\ncontent-type:  text/plain ; charset=\"utf-8\"\r\nLocation: /\r\n\r\nmoved", at),
 		exchange("http://127.0.0.1:1/dup-of-home", "home", at.Add(3*time.Second)),
 	}
@@ -265,5 +266,165 @@ func TestWriterIndexIsTheIndexOfTheFile(t *testing.T) {
 				t.Errorf("a response without a Content-Type has a mime: %q", byURL["http://127.0.0.1:1/untyped"][0].raw)
 			}
 		})
+	}
+}
+
+// A run killed after writing records no commit accounted for leaves an
+// .open file and no index of it; the next run cuts the file back and
+// finishes it, and the archive's index, made by reading that file, holds
+// no line of the records cut off. A commit that failed leaves none either.
+func TestIndexLeavesOutWhatNoCommitAccountedFor(t *testing.T) {
+	dir := t.TempDir()
+	dbPath := filepath.Join(dir, "c.db")
+	warcs := filepath.Join(dir, "warc")
+	db := openDB(t, dbPath)
+	w := openWriter(t, db, Options{Dir: warcs})
+	at := time.Now()
+	commit(t, w, db, encodeAll(t, w, exchange("http://127.0.0.1:1/done", "kept", at))...)
+	var b store.Batch
+	for _, e := range encodeAll(t, w, exchange("http://127.0.0.1:1/lost", "not committed", at)) {
+		b.Attach(e)
+	}
+	if err := w.BeforeCommit(&b); err != nil { // written; the "crash" comes before the commit
+		t.Fatal(err)
+	}
+	w.file.Close()
+	db.Close()
+
+	db = openDB(t, dbPath)
+	defer db.Close()
+	w = openWriter(t, db, Options{Dir: warcs})
+	commit(t, w, db, encodeAll(t, w, exchange("http://127.0.0.1:1/after", "resumed", at))...)
+	var failed store.Batch
+	for _, e := range encodeAll(t, w, exchange("http://127.0.0.1:1/failed", "its commit failed", at)) {
+		failed.Attach(e)
+	}
+	if err := w.BeforeCommit(&failed); err != nil {
+		t.Fatal(err)
+	}
+	// The commit of failed fails: AfterCommit never comes.
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := WriteIndex(warcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Files != 2 || st.Read != 1 || st.Records != 2 {
+		t.Errorf("stats %+v; want 2 files, the recovered one read, 2 records", st)
+	}
+	checkIndex(t, warcs, []string{"http://127.0.0.1:1/done", "http://127.0.0.1:1/after"})
+}
+
+// An archive written before indexes were (no file has its own) is indexed
+// by reading each file once; the index is the one the writer's would have
+// been. A file whose index is older than itself is read again.
+func TestIndexOfAnArchiveWithoutFileIndexes(t *testing.T) {
+	dir := t.TempDir()
+	uris := mixedArchive(t, dir, 3000, 0)
+	warcs := filepath.Join(dir, "warc")
+	if _, err := WriteIndex(warcs); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(filepath.Join(warcs, IndexName))
+	names := warcNames(t, warcs)
+	for _, path := range names {
+		if err := os.Remove(path + indexSuffix); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := WriteIndex(warcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(filepath.Join(warcs, IndexName))
+	if st.Read != len(names) || st.Files != len(names) || string(got) != string(want) {
+		t.Errorf("stats %+v; index the same as the writer's: %v", st, string(got) == string(want))
+	}
+	for _, path := range names {
+		if _, err := os.Stat(path + indexSuffix); err != nil {
+			t.Errorf("a file read to index it has no index of its own kept: %v", err)
+		}
+	}
+	checkIndex(t, warcs, uris)
+
+	// A stale index: its file was written after it.
+	stale := names[0] + indexSuffix
+	if err := os.WriteFile(stale, []byte("a,b)/ 20200101000000 {\"url\":\"http://b.a/\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(stale, old, old)
+	if st, err = WriteIndex(warcs); err != nil || st.Read != 1 {
+		t.Fatalf("stats %+v, %v; want the file with a stale index read", st, err)
+	}
+	checkIndex(t, warcs, uris)
+}
+
+// Writing the index again reads no WARC file that has its own index:
+// here every file is garbage by then (its time kept), and the index is
+// made all the same, from the files' indexes.
+func TestWriteIndexDoesNotReadIndexedFilesAgain(t *testing.T) {
+	dir := t.TempDir()
+	mixedArchive(t, dir, 3000, 0)
+	warcs := filepath.Join(dir, "warc")
+	first, err := WriteIndex(warcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(filepath.Join(warcs, IndexName))
+	for _, path := range warcNames(t, warcs) {
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, bytes.Repeat([]byte("garbage "), 100), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(path, info.ModTime(), info.ModTime())
+	}
+	second, err := WriteIndex(warcs)
+	if err != nil {
+		t.Fatalf("the second index read a WARC file: %v", err)
+	}
+	got, _ := os.ReadFile(filepath.Join(warcs, IndexName))
+	if second != first || second.Read != 0 || string(got) != string(want) {
+		t.Errorf("second index: stats %+v (first %+v), same bytes %v", second, first, string(got) == string(want))
+	}
+	// Without its index, a garbage file is an error that names it, and the
+	// index written before stays.
+	victim := warcNames(t, warcs)[0]
+	os.Remove(victim + indexSuffix)
+	if _, err := WriteIndex(warcs); err == nil || !strings.Contains(err.Error(), filepath.Base(victim)) {
+		t.Errorf("index of an unreadable file: %v, want an error naming it", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(warcs, IndexName)); string(got) != string(want) {
+		t.Errorf("a failed index replaced the one before")
+	}
+}
+
+// Unfinished files are left out and counted; a directory without WARC
+// files gets an empty index; a directory that is not is an error.
+func TestIndexLeavesOutUnfinishedFiles(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, filepath.Join(dir, "c.db"))
+	defer db.Close()
+	warcs := filepath.Join(dir, "warc")
+	w := openWriter(t, db, Options{Dir: warcs})
+	commit(t, w, db, encodeAll(t, w, exchange("http://127.0.0.1:1/open", "still being written", time.Now()))...)
+	st, err := WriteIndex(warcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(warcs, IndexName))
+	if st != (IndexStats{Unfinished: 1}) || len(data) != 0 {
+		t.Errorf("stats %+v, index %q; want the open file left out", st, data)
+	}
+	w.Close()
+	if st, err = WriteIndex(warcs); err != nil || st.Files != 1 || st.Records != 1 || st.Unfinished != 0 {
+		t.Errorf("once finished: %+v, %v", st, err)
+	}
+	if _, err := WriteIndex(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("index of a missing directory: %v", err)
 	}
 }
