@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -427,4 +428,36 @@ func TestIndexLeavesOutUnfinishedFiles(t *testing.T) {
 	if _, err := WriteIndex(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("index of a missing directory: %v", err)
 	}
+}
+
+// A full file that could not be finished at once, finished by Close, gets
+// its index then.
+func TestFileFinishedLateGetsItsIndex(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, filepath.Join(dir, "c.db"))
+	defer db.Close()
+	warcs := filepath.Join(dir, "warc")
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	w := openWriter(t, db, Options{Dir: warcs, MaxFileSize: 500, Hostname: "host", Now: func() time.Time { return now },
+		Logger: slog.New(slog.DiscardHandler)})
+	first := filepath.Join(warcs, "breakwater-20261201100000-00001-host.warc.gz")
+	if err := os.MkdirAll(filepath.Join(first, "in-the-way"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	commit(t, w, db, encodeAll(t, w, exchange("http://127.0.0.1:1/full", strings.Repeat("x", 600), now))...)
+	if _, err := os.Stat(first + openSuffix); err != nil {
+		t.Fatalf("the full file should still be open: %v", err)
+	}
+	os.RemoveAll(first)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	side, err := os.ReadFile(first + indexSuffix)
+	if err != nil || !strings.Contains(string(side), `"url":"http://127.0.0.1:1/full"`) {
+		t.Fatalf("index of the file finished late: %q, %v", side, err)
+	}
+	if st, err := WriteIndex(warcs); err != nil || st.Read != 0 || st.Records != 1 {
+		t.Errorf("stats %+v, %v", st, err)
+	}
+	checkIndex(t, warcs, []string{"http://127.0.0.1:1/full"})
 }
