@@ -56,6 +56,7 @@ func commands() []command {
 		{"export", "write stored results (jsonl or csv; --failed for failures only), also while a crawl runs", runExport},
 		{"verify", "check a database file (and with --warc its archive) for damage and broken invariants; read-only", runVerify},
 		{"warc-check", "read WARC files back: records by type, digests, pairs, unfinished files", runWARCCheck},
+		{"index", "write DIR/index.cdxj, the CDXJ index of a directory's WARC files, for replay tools", runIndex},
 		{"hosts", "hosts with breaker state, counts and pace", runHosts},
 		{"transitions", "the log of breaker transitions", runTransitions},
 		{"cases", "refusals that name the crawler; 'cases resolve HOST' releases one", runCases},

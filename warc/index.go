@@ -43,9 +43,22 @@ type IndexStats struct {
 	Unfinished int
 }
 
+// ErrNoWARCFiles is WriteIndex's error for a directory without WARC
+// files, finished or not: no index is written.
+var ErrNoWARCFiles = errors.New("no WARC files (*.warc.gz, *.warc) in the directory")
+
 // WriteIndex writes DIR/index.cdxj (see MergeIndex), replacing it whole:
 // a reader sees the old index or the new one.
 func WriteIndex(dir string) (IndexStats, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return IndexStats{}, fmt.Errorf("index: %w", err)
+	}
+	if !slices.ContainsFunc(entries, func(de fs.DirEntry) bool {
+		return !de.IsDir() && (isWARC(de.Name()) || isUnfinishedWARC(de.Name()))
+	}) {
+		return IndexStats{}, fmt.Errorf("index %s: %w", dir, ErrNoWARCFiles)
+	}
 	tmp, err := os.CreateTemp(dir, "."+IndexName+".tmp-*")
 	if err != nil {
 		return IndexStats{}, fmt.Errorf("index %s: %w", dir, err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -404,8 +405,9 @@ func TestWriteIndexDoesNotReadIndexedFilesAgain(t *testing.T) {
 	}
 }
 
-// Unfinished files are left out and counted; a directory without WARC
-// files gets an empty index; a directory that is not is an error.
+// Unfinished files are left out and counted (an archive of one open file
+// gets an empty index); a directory without WARC files, or none, is an
+// error.
 func TestIndexLeavesOutUnfinishedFiles(t *testing.T) {
 	dir := t.TempDir()
 	db := openDB(t, filepath.Join(dir, "c.db"))
@@ -427,6 +429,12 @@ func TestIndexLeavesOutUnfinishedFiles(t *testing.T) {
 	}
 	if _, err := WriteIndex(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("index of a missing directory: %v", err)
+	}
+	if _, err := WriteIndex(dir); !errors.Is(err, ErrNoWARCFiles) {
+		t.Errorf("index of a directory without WARC files: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, IndexName)); err == nil {
+		t.Errorf("an index was written where there is nothing to index")
 	}
 }
 
