@@ -109,7 +109,7 @@ func mixedArchive(t *testing.T, dir string, maxSize int64, sortRun int) []string
 }
 
 // warcNames lists the finished WARC files in dir.
-func warcNames(t *testing.T, dir string) []string {
+func warcNames(t testing.TB, dir string) []string {
 	t.Helper()
 	names, err := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
 	if err != nil {

@@ -1,6 +1,12 @@
 package warc
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+)
 
 // surtCases are the rules of the key, one case each: the replay tools'
 // (warcio.js getSurt, which ReplayWeb.page looks records up with; pywb
@@ -34,5 +40,59 @@ func TestSURT(t *testing.T) {
 		if got := SURT(c.url); got != c.want {
 			t.Errorf("SURT(%q) = %q, want %q", c.url, got, c.want)
 		}
+	}
+}
+
+// The parser-free way gives the parser's key whenever it takes a URL.
+func TestPlainSURTIsTheParsersKey(t *testing.T) {
+	piece := func(options ...string) *rapid.Generator[string] { return rapid.SampledFrom(options) }
+	host := rapid.Custom(func(t *rapid.T) string {
+		labels := rapid.SliceOfN(piece("a", "Ex-ample", "www", "www2", "com", "0", "255", "256", "01", "0x7f", "xn--caf-dma",
+			"-a", "b-", "", "a_b", "7", "co"), 1, 5).Draw(t, "labels")
+		return strings.Join(labels, ".")
+	})
+	url := rapid.Custom(func(t *rapid.T) string {
+		u := piece("http://", "https://", "HTTP://", "http:", "http:///").Draw(t, "scheme") + host.Draw(t, "host")
+		u += piece("", ":80", ":443", ":8080", ":080", ":", ":65536", "@x").Draw(t, "port")
+		segs := rapid.SliceOfN(piece("", "p", ".", "..", "%2e", "%2E", "%2F", "%zz", "a b", "a'b", "a\"b", "`", "{", "^",
+			"~user", "file.html", "É", "x%", "a\tb", "\\", ";x=1", "@:"), 0, 4).Draw(t, "path")
+		if len(segs) > 0 {
+			u += "/" + strings.Join(segs, "/")
+		}
+		if rapid.Bool().Draw(t, "has query") {
+			args := rapid.SliceOfN(piece("", "a=1", "B=2", "a", "x=/y?z", "q='", "q=%41", "c=d e", "?", "z"), 0, 4).Draw(t, "query")
+			u += "?" + strings.Join(args, "&")
+		}
+		return u + piece("", "#", "#frag", "#a b'").Draw(t, "fragment")
+	})
+	var plain int
+	rapid.Check(t, func(t *rapid.T) {
+		u := dropWWW(url.Draw(t, "url"))
+		fast, ok := plainSURT(u)
+		if !ok {
+			return
+		}
+		plain++
+		slow := ""
+		if parsed, err := surtParser.Parse(strings.ToLower(u)); err == nil {
+			labels := strings.Split(parsed.Hostname(), ".")
+			slices.Reverse(labels)
+			slow = strings.Join(labels, ",")
+			if parsed.Port() != "" {
+				slow += ":" + parsed.Port()
+			}
+			slow += ")" + parsed.Pathname()
+			if q := parsed.Query(); q != "" {
+				args := strings.Split(q, "&")
+				slices.Sort(args)
+				slow += "?" + strings.Join(args, "&")
+			}
+		}
+		if fast != slow {
+			t.Fatalf("%q: plainSURT %q, the parser's way %q", u, fast, slow)
+		}
+	})
+	if plain == 0 {
+		t.Error("no generated URL was plain")
 	}
 }
