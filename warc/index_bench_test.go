@@ -130,4 +130,3 @@ func BenchmarkWriteIndex(b *testing.B) {
 type nopWriter struct{}
 
 func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
-
