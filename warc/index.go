@@ -236,11 +236,8 @@ func indexFile(path string, w io.Writer) error {
 		return fmt.Errorf("index: %w", err)
 	}
 	defer f.Close()
-	name, err := jsonName(filepath.Base(path))
-	if err != nil {
-		return err
-	}
-	sorter := newLineSorter("", 0)
+	name := string(appendJSONString(nil, filepath.Base(path)))
+	sorter := newLineSorter(filepath.Dir(path), 0)
 	defer sorter.close()
 	src := &countingReader{r: bufio.NewReaderSize(f, 64<<10)}
 	read := readGzipMembers
@@ -259,14 +256,6 @@ func indexFile(path string, w io.Writer) error {
 		return fmt.Errorf("index %s: %w", path, err)
 	}
 	return sorter.writeTo(w)
-}
-
-// jsonName is a file name as a CDXJ line's "filename" holds it.
-func jsonName(name string) (string, error) {
-	if strings.ContainsAny(name, "\n") {
-		return "", fmt.Errorf("index: file name %q holds a line break", name)
-	}
-	return string(appendJSONString(nil, name)), nil
 }
 
 // countingReader counts the bytes read through it. It is a ByteReader,

@@ -96,6 +96,9 @@ type Writer struct {
 	pending   []byte
 	indexName string // the file's name, as a CDXJ line's "filename" holds it
 	sortRun   int    // bytes of lines sorted in memory at a time; 0 means sortRunBytes
+	// indexing is the finished files' indexes being sorted and written,
+	// off the writer goroutine, so that commits do not wait for them.
+	indexing sync.WaitGroup
 
 	mu     sync.Mutex
 	claims map[string]*claim // first captures encoded, not yet committed
@@ -439,10 +442,7 @@ func (w *Writer) create() error {
 		return fmt.Errorf("archive: write the warcinfo record of %s: %w", path, err)
 	}
 	w.file, w.size = f, int64(len(info))
-	w.indexName, err = jsonName(state.File)
-	if err != nil {
-		return err
-	}
+	w.indexName = string(appendJSONString(nil, state.File))
 	w.index = newLineSorter(w.opts.Dir, w.sortRun)
 	return nil
 }
@@ -509,11 +509,13 @@ func (w *Writer) finishFile(path string) error {
 }
 
 // Close finishes the current file, cut back to what the database
-// accounts for: after a failed write or commit, the records of pages not
-// marked done go. It must follow the frontier's Close: no commit may come
+// accounts for (after a failed write or commit, the records of pages not
+// marked done go), and returns once every finished file's index is
+// written. It must follow the frontier's Close: no commit may come
 // after it. A full file that could not be finished earlier is tried again;
 // if it still cannot be, Close says so, and the next run finishes it.
 func (w *Writer) Close() error {
+	defer w.indexing.Wait()
 	if w.unfinished != "" {
 		err := w.finishFile(w.unfinished)
 		if err != nil {
@@ -553,17 +555,23 @@ func (w *Writer) indexCommitted() {
 	w.pending = w.pending[:0]
 }
 
-// putIndex writes the index of the finished file at path beside it. An
-// index that cannot be written is only a warning: the file is read to
-// make it when the archive's index is next written.
+// putIndex writes the index of the finished file at path beside it, in
+// the background (Close waits for it). An index that cannot be written is
+// only a warning: the file is read to make it when the archive's index is
+// next written.
 func (w *Writer) putIndex(path string) {
-	if w.index == nil {
+	index := w.index
+	w.index = nil
+	if index == nil {
 		return
 	}
-	if err := writeFileIndex(path+indexSuffix, w.index.writeTo); err != nil {
-		w.opts.Logger.Warn("archive: the index of a finished WARC file could not be written; "+
-			"the file will be read to index it when the archive's index is next written", "file", path, "err", err)
-	}
+	w.indexing.Go(func() {
+		defer index.close()
+		if err := writeFileIndex(path+indexSuffix, index.writeTo); err != nil {
+			w.opts.Logger.Warn("archive: the index of a finished WARC file could not be written; "+
+				"the file will be read to index it when the archive's index is next written", "file", path, "err", err)
+		}
+	})
 }
 
 func (w *Writer) dropIndex() {
