@@ -83,7 +83,7 @@ func TestRunTinyEndToEnd(t *testing.T) {
 		for _, want := range []string{"CPUs, GOMAXPROCS", "SECTION", "ratio to ceiling", "nothing changed: time, first crawl / this",
 			"changed pages fetched again", "\nrecrawl: the crawl section's site", "breaker on: time ratio",
 			"lease+complete", "RSS growth from 25% to 100%", "worker-seconds on dead host: every attempt",
-			"with --warc: ratio to the crawl without --warc", "with --warc: WARC bytes per page", "GNU wget 1.21",
+			"with --warc: ratio to the crawl without --warc", "with --warc: WARC bytes per page", "with --warc: index.cdxj lines", "GNU wget 1.21",
 			"many hosts: peak RSS", "failing hosts: URLs failed", "settings: many hosts 50 hosts x 2 pages"} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("table lacks %q:\n%s", want, out.String())
@@ -144,6 +144,10 @@ func checkWARC(t *testing.T, w *WARCRun, want Traffic) {
 	rec := w.Records
 	if rec["warcinfo"] < 1 || rec["request"] != 44 || rec["response"]+rec["revisit"] != 44 {
 		t.Errorf("--warc records = %v; want a warcinfo, 44 requests, 44 responses and revisits", rec)
+	}
+	if w.IndexRecords != 44 || w.IndexWall <= 0 || w.IndexReadWall <= 0 {
+		t.Errorf("--warc index: %d lines, written again in %s, from the files in %s; want 44 lines and both timed",
+			w.IndexRecords, w.IndexWall, w.IndexReadWall)
 	}
 }
 

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -137,6 +138,13 @@ type WARCRun struct {
 	Problems   []string `json:"problems,omitempty"` // the first few of Check's
 	NProblems  int      `json:"n_problems"`
 	Unfinished []string `json:"unfinished,omitempty"`
+	// IndexRecords is the lines of the index.cdxj the crawl wrote as it
+	// ended (in Wall). IndexWall is writing it again from the files' own
+	// indexes, IndexReadWall with those removed, each file read to index
+	// it (an archive made before indexes were); neither is in Wall.
+	IndexRecords  int64         `json:"index_records"`
+	IndexWall     time.Duration `json:"index_wall_ns"`
+	IndexReadWall time.Duration `json:"index_read_wall_ns"`
 }
 
 // Clean is whether the archive read back clean and holds every fetched
@@ -192,11 +200,44 @@ func (r *runner) warcCrawl(ctx context.Context, site *demosite.Site, plain *Craw
 			w.PagesArchivedTwice++
 		}
 	}
+	if err := r.timeIndex(w, dir); err != nil {
+		return nil, err
+	}
 	if !w.Clean() {
 		r.cfg.logf("crawl: the WARC archive is NOT clean: Check OK %v (%d problems, %d unfinished), %d pages archived once, %d more than once, %d fetched",
 			w.CheckOK, w.NProblems, len(w.Unfinished), w.PagesArchived, w.PagesArchivedTwice, w.Fetched)
 	}
 	return w, nil
+}
+
+// timeIndex counts the lines of the index the crawl wrote in dir, then
+// times writing it again from the files' indexes, and from the files.
+func (r *runner) timeIndex(w *WARCRun, dir string) error {
+	data, err := os.ReadFile(filepath.Join(dir, warc.IndexName))
+	if err != nil {
+		return fmt.Errorf("the crawl's index: %w", err)
+	}
+	w.IndexRecords = int64(bytes.Count(data, []byte("\n")))
+	start := r.cfg.now()
+	if _, err := warc.WriteIndex(dir); err != nil {
+		return err
+	}
+	w.IndexWall = r.cfg.now().Sub(start)
+	sides, err := filepath.Glob(filepath.Join(dir, "*.warc.gz.cdxj"))
+	if err != nil {
+		return err
+	}
+	for _, side := range sides {
+		if err := os.Remove(side); err != nil {
+			return err
+		}
+	}
+	start = r.cfg.now()
+	if _, err := warc.WriteIndex(dir); err != nil {
+		return err
+	}
+	w.IndexReadWall = r.cfg.now().Sub(start)
+	return nil
 }
 
 // warcFiles counts the finished WARC files in dir and sums their sizes.

@@ -132,6 +132,12 @@ func warcFigures(w *WARCRun, site Size) []Figure {
 			"each fetched page must be archived exactly once").of(w.Fetched).check(All, 0),
 		num(g+"pages archived more than once", Count, w.PagesArchivedTwice, "").check(Equal, 0),
 		num(g+"failed URLs", Count, w.Failed, ""),
+		num(g+"index.cdxj lines", Count, w.IndexRecords, "the index the crawl wrote as it ended (in its wall time): "+
+			"a line for each response and revisit record").of(int64(w.Records["response"]+w.Records["revisit"])).check(All, 0),
+		num(g+"index.cdxj written again", Seconds, w.IndexWall.Seconds(), "merged from the files' own indexes, "+
+			"which the crawl keeps as it writes them"),
+		num(g+"index.cdxj of files without indexes", Seconds, w.IndexReadWall.Seconds(), "each file read to index it, "+
+			"as for an archive made before indexes were"),
 	)
 }
 

@@ -57,6 +57,7 @@ func commands() []command {
 		{"verify", "check a database file (and with --warc its archive) for damage and broken invariants; read-only", runVerify},
 		{"warc-check", "read WARC files back: records by type, digests, pairs, unfinished files", runWARCCheck},
 		{"wacz", "package the crawl's archive as a WACZ file for ReplayWeb.page, also while it runs; --verify checks one", runWACZ},
+		{"index", "write DIR/index.cdxj, the CDXJ index of a directory's WARC files, for replay tools", runIndex},
 		{"hosts", "hosts with breaker state, counts and pace", runHosts},
 		{"transitions", "the log of breaker transitions", runTransitions},
 		{"cases", "refusals that name the crawler; 'cases resolve HOST' releases one", runCases},

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -21,10 +19,6 @@ import (
 
 // errWACZDamaged makes wacz --verify exit non-zero after its list.
 var errWACZDamaged = errors.New("the WACZ does not match its manifest")
-
-// waczIndexName is the CDXJ index of the finished files that a crawl run
-// keeps in its archive directory.
-const waczIndexName = "index.cdxj"
 
 // waczRefusalShown is how many of warc-check's problems a refusal names.
 const waczRefusalShown = 10
@@ -138,8 +132,13 @@ func packageCrawl(ctx context.Context, a control.API, warcDir, out, title string
 		cutoff = s
 	}
 	return wacz.WriteFile(out, wacz.Source{
-		WARCs:    listing.Finished,
-		Index:    func(w io.Writer) error { return copyIndexFile(filepath.Join(warcDir, waczIndexName), w) },
+		WARCs: listing.Finished,
+		Index: func(w io.Writer) error {
+			// The files' own indexes, merged: the package holds the index of
+			// what it holds, whatever index.cdxj says.
+			_, err := warc.MergeIndex(warcDir, w)
+			return err
+		},
 		Pages:    func(emit func(wacz.Page) error) error { return crawlPages(ctx, a, cutoff, emit) },
 		Title:    title,
 		Software: "breakwater/" + version,
@@ -182,20 +181,6 @@ func checkBeforePackaging(dir string) error {
 	}
 	return fmt.Errorf("not packaging %s: warc-check finds %d problems:\n  %s%s",
 		dir, len(rep.Problems), strings.Join(shown, "\n  "), more)
-}
-
-// copyIndexFile streams the archive's CDXJ index into w.
-func copyIndexFile(path string, w io.Writer) error {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("no CDXJ index %s: a crawl run writes it as it ends", path)
-	}
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(w, f)
-	return err
 }
 
 // crawlPages emits the crawl's HTML pages fetched before cutoff, seeds

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -268,14 +269,34 @@ func exchangeOf(resp *fetch.Response) (warc.Exchange, bool, error) {
 		IP: w.RemoteIP, Truncated: w.Truncated}, true, nil
 }
 
-// closeArchive finishes the file being written; the frontier has made its
-// last commit.
+// closeArchive finishes the file being written, then writes the archive
+// directory's index; the frontier has made its last commit.
 func (e *Engine) closeArchive() error {
 	if e.archive == nil {
 		return nil
 	}
-	if err := e.archive.Close(); err != nil {
+	err := e.archive.Close()
+	e.writeIndex() // of the files finished, whether or not this one could be
+	if err != nil {
 		return fmt.Errorf("archive: %w", err)
 	}
 	return nil
+}
+
+// writeIndex writes index.cdxj in the --warc directory, covering every
+// finished file there (another process's too). The index is made from the
+// files, and `breakwater index DIR` makes it again: a failure to write it
+// is logged, and leaves the run's outcome and exit code as they are.
+func (e *Engine) writeIndex() {
+	dir := e.opts.WARC.Dir
+	st, err := warc.WriteIndex(dir)
+	switch {
+	case errors.Is(err, warc.ErrNoWARCFiles):
+	case err != nil:
+		e.log.Error("archive: the index could not be written; the archive itself is whole, "+
+			"and 'breakwater index DIR' writes the index", "dir", dir, "err", err)
+	default:
+		e.log.Info("archive: index written", "file", filepath.Join(dir, warc.IndexName), "records", st.Records,
+			"files", st.Files, "files_read", st.Read, "unfinished", st.Unfinished)
+	}
 }

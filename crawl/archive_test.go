@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -62,6 +64,7 @@ func TestArchiveFollowsTheCrawl(t *testing.T) {
 			if !rep.OK() {
 				t.Fatalf("archive problems %v, unfinished %v", rep.Problems, rep.Unfinished)
 			}
+			checkIndexed(t, dir, rep)
 			return rep
 		}
 		run()
@@ -351,6 +354,66 @@ func TestRefreshOfAPageInNoArchiveIsUnconditional(t *testing.T) {
 				t.Errorf("%s: responses %v, revisits refer to %v; want one response and a 304 referring to it",
 					u, responses[u], refersTo[u])
 			}
+		}
+	})
+}
+
+// checkIndexed checks that the run left the archive's index: a line for
+// each response and revisit record, of its URL, in a finished file.
+func checkIndexed(t *testing.T, dir string, rep *warc.Report) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, warc.IndexName))
+	if err != nil {
+		t.Fatalf("no index after the run: %v", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if !slices.IsSorted(lines) {
+		t.Errorf("index not sorted:\n%s", data)
+	}
+	urls := map[string]int{}
+	for _, line := range lines {
+		parts := strings.SplitN(line, " ", 3)
+		var fields struct{ URL, Filename string }
+		if len(parts) != 3 || json.Unmarshal([]byte(parts[2]), &fields) != nil || parts[0] != warc.SURT(fields.URL) {
+			t.Fatalf("index line %q", line)
+		}
+		if _, err := os.Stat(filepath.Join(dir, fields.Filename)); err != nil {
+			t.Errorf("index line of a file not finished: %v", err)
+		}
+		urls[fields.URL]++
+	}
+	if fmt.Sprint(urls) != fmt.Sprint(rep.Responses) {
+		t.Errorf("index lines by URL %v, want the response and revisit records %v", urls, rep.Responses)
+	}
+}
+
+// An index that cannot be written is logged and fails nothing: the
+// archive is whole, and the run ends as it would have.
+func TestIndexFailureLeavesTheRunAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRefreshRig(t, site{aRootURL: validated("", "", "home")})
+		dir := filepath.Join(t.TempDir(), "warc")
+		if err := os.MkdirAll(filepath.Join(dir, warc.IndexName, "in-the-way"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var log bytes.Buffer
+		opts := refreshOptions(aRootURL)
+		opts.WARC = WARCOptions{Dir: dir}
+		opts.Fetcher, opts.Now, opts.Logger = wired{r}, time.Now, slog.New(slog.NewTextHandler(&log, nil))
+		e, err := New(opts, backend.File(r.db))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.fake.refuse = e.circuitOpen
+		sum, err := e.Run(t.Context())
+		if err != nil || !sum.Exhausted || sum.Counts.Fetched != 1 {
+			t.Fatalf("run: %+v, %v; want it done, as without the index", sum, err)
+		}
+		if !strings.Contains(log.String(), "the index could not be written") || !strings.Contains(log.String(), "level=ERROR") {
+			t.Errorf("log %s; want the index's failure told", log.String())
+		}
+		if rep, err := warc.Check(dir); err != nil || !rep.OK() || rep.Responses[aRootURL] != 1 {
+			t.Errorf("archive %+v, %v", rep, err)
 		}
 	})
 }

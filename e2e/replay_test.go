@@ -69,9 +69,9 @@ func TestReplayHarness(t *testing.T) {
 	// nothing a replay shows can come from the live site.
 	everyDir := filepath.Join(t.TempDir(), "every")
 	seeds := append(site.RequisitePages(), site.RequisiteURLs()...)
-	mustRun(t, cli.ExitOK, crawlArgs(tempDB(t), append([]string{"--warc", everyDir, "--max-depth", "0"}, seeds...)...)...)
+	mustRun(t, cli.ExitOK, crawlArgs(tempDB(t), append([]string{"--warc", everyDir, "--max-depth", "0", "--page-requisites=false"}, seeds...)...)...)
 	pagesDir := filepath.Join(t.TempDir(), "pages")
-	mustRun(t, cli.ExitOK, crawlArgs(tempDB(t), "--warc", pagesDir, root)...)
+	mustRun(t, cli.ExitOK, crawlArgs(tempDB(t), "--warc", pagesDir, "--page-requisites=false", root)...)
 	if err := site.Close(); err != nil {
 		t.Fatal(err)
 	}

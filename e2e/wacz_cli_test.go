@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,25 +26,6 @@ import (
 	"breakwater/store"
 	"breakwater/warc"
 )
-
-// writeTestIndex writes the archive's index.cdxj unless the crawl wrote
-// one: a line per finished file, enough for the package to carry and
-// check (each line must name a file it holds).
-func writeTestIndex(t *testing.T, dir string) {
-	t.Helper()
-	path := filepath.Join(dir, "index.cdxj")
-	if _, err := os.Stat(path); err == nil {
-		return
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
-	var lines []string
-	for _, f := range files {
-		name := filepath.Base(f)
-		lines = append(lines, fmt.Sprintf(`test,breakwater)/%s 20260101000000 {"url":"http://breakwater.test/%s","filename":%q,"offset":0}`, name, name, name))
-	}
-	sort.Strings(lines)
-	writeFile(t, path, strings.Join(lines, "\n")+"\n")
-}
 
 // waczContents is a WACZ read back with archive/zip alone.
 type waczContents struct {
@@ -169,7 +149,6 @@ func TestWACZ(t *testing.T) {
 	db := tempDB(t)
 	dir := filepath.Join(t.TempDir(), "warc")
 	mustRun(t, cli.ExitOK, crawlArgs(db, append([]string{"--warc", dir}, site.Roots()...)...)...)
-	writeTestIndex(t, dir)
 	out := filepath.Join(t.TempDir(), "crawl.wacz")
 	r := mustRun(t, cli.ExitOK, "wacz", "--db", db, "-o", out, "--title", "Two hosts") // --warc: the crawl's
 	w := readWACZ(t, out)
@@ -236,7 +215,6 @@ func TestWACZRefusesADamagedArchive(t *testing.T) {
 	db := tempDB(t)
 	dir := filepath.Join(t.TempDir(), "warc")
 	mustRun(t, cli.ExitOK, crawlArgs(db, append([]string{"--warc", dir}, site.Roots()...)...)...)
-	writeTestIndex(t, dir)
 	files, _ := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
 	data, _ := os.ReadFile(files[0])
 	data[len(data)-6] ^= 0xff // in the last member's CRC-32
@@ -263,7 +241,6 @@ func TestWACZLeavesOutUnfinishedFiles(t *testing.T) {
 	db := tempDB(t)
 	dir := filepath.Join(t.TempDir(), "warc")
 	mustRun(t, cli.ExitOK, crawlArgs(db, append([]string{"--warc", dir}, site.Roots()...)...)...)
-	writeTestIndex(t, dir)
 	pages := htmlPages(t, db)
 	var last time.Time
 	for _, p := range pages {
@@ -360,7 +337,6 @@ func TestWACZWhileCrawling(t *testing.T) {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
 		return len(files) >= 2
 	})
-	writeTestIndex(t, dir)
 	out := filepath.Join(t.TempDir(), "crawl.wacz")
 	mustRun(t, cli.ExitOK, "wacz", "--db", db, "-o", out)
 	select {
@@ -403,7 +379,6 @@ func TestWACZOfAFleet(t *testing.T) {
 	site := startSite(t, 2, 6)
 	dir := filepath.Join(t.TempDir(), "warc")
 	mustRun(t, cli.ExitOK, fleetArgs(rs.URL(), []string{"--warc", dir, "--log-level", "warn"}, site.Roots()...)...)
-	writeTestIndex(t, dir)
 	out := filepath.Join(t.TempDir(), "fleet.wacz")
 	mustRun(t, cli.ExitOK, "wacz", "--store", rs.URL(), "-o", out)
 	mustRun(t, cli.ExitOK, "wacz", "--verify", out)

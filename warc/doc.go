@@ -32,5 +32,15 @@
 // archive exactly when the database has it done: never missing, never
 // twice. Files are written as NAME.warc.gz.open and renamed when finished.
 //
+// The archive's index is DIR/index.cdxj (index.go, cdxj.go): a CDXJ line
+// for each response and revisit record, as pywb and ReplayWeb.page read
+// them, keyed by SURT (surt.go) and sorted bytewise. The writer keeps the
+// lines of the file it writes, of the records commits accounted for,
+// sorted in bounded memory, and puts them beside the file when it is
+// finished (NAME.warc.gz.cdxj); WriteIndex merges the files' indexes, and
+// reads only a file that has none (archived before, or recovered after a
+// crash). Indexes are derived data: nothing is fsynced for them but the
+// merged index, once, and a lost one is made again.
+//
 // Check reads an archive back, as `breakwater warc-check` does.
 package warc

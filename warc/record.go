@@ -75,6 +75,12 @@ type Entry struct {
 	// finished name and the offset of its first record.
 	File   string
 	Offset int64
+	// index and fallbackIndex are the CDXJ lines of the response (or
+	// revisit) record in data and in fallback, but for their place in the
+	// archive (cdxjHead); reqSize is the size of the request record
+	// before it, in either.
+	index, fallbackIndex []byte
+	reqSize              int64
 }
 
 // Size is the entry's size in the file.
@@ -147,11 +153,16 @@ func encode(ex Exchange, first firstCapture, spoolDir string) (*Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the response of %s: %w", ex.URI, err)
 	}
+	head, err := messageHead(resp, headEnd)
+	if err != nil {
+		return nil, fmt.Errorf("read the response of %s: %w", ex.URI, err)
+	}
+	dateText := date.Format(time.RFC3339Nano)
 	common := func(typ gowarc.RecordType, id, contentType string) *gowarc.WarcFields {
 		f := &gowarc.WarcFields{}
 		f.Add(gowarc.WarcType, typ.String())
 		f.Add(gowarc.WarcRecordID, "<"+id+">")
-		f.Add(gowarc.WarcDate, date.Format(time.RFC3339Nano))
+		f.Add(gowarc.WarcDate, dateText)
 		f.Add(gowarc.WarcTargetURI, ex.URI)
 		if ex.IP != "" {
 			f.Add(gowarc.WarcIPAddress, ex.IP)
@@ -201,12 +212,15 @@ func encode(ex Exchange, first firstCapture, spoolDir string) (*Entry, error) {
 		buf.Close()
 		return nil, fmt.Errorf("write the records of %s: %w", ex.URI, err)
 	}
+	reqOnly := buf.Size()
+	entry.reqSize = reqOnly
 	if revisitRef == nil {
 		err = response(buf)
+		entry.index = cdxjHead(ex.URI, dateText, false, head, payloadDigest)
 	} else {
 		// A revisit keeps the response's id, so the request names it either way.
 		entry.Revisit = true
-		reqOnly := buf.Size()
+		revisitDigest := ""
 		f := common(gowarc.Revisit, respID, contentTypeResponse)
 		f.Add(gowarc.WarcConcurrentTo, "<"+reqID+">")
 		f.Add(gowarc.WarcProfile, profile)
@@ -218,10 +232,13 @@ func encode(ex Exchange, first firstCapture, spoolDir string) (*Entry, error) {
 		}
 		if !ex.NotModified {
 			f.Add(gowarc.WarcPayloadDigest, payloadDigest)
+			revisitDigest = payloadDigest
 		}
+		entry.index = cdxjHead(ex.URI, dateText, true, head, revisitDigest)
 		if err = appendMember(buf, f, io.NewSectionReader(resp, 0, headEnd), ""); err == nil && entry.of != nil {
 			full := spool.New(spoolDir, 0)
 			entry.fallback = full
+			entry.fallbackIndex = cdxjHead(ex.URI, dateText, false, head, payloadDigest)
 			if _, err = io.Copy(full, io.NewSectionReader(buf, 0, reqOnly)); err == nil {
 				err = response(full)
 			}
@@ -263,6 +280,18 @@ func httpHeaderEnd(msg Block) (int64, error) {
 			return at, nil
 		}
 	}
+}
+
+// messageHead is the start of msg that a CDXJ line is made from: its
+// head, up to httpHeadCap bytes, as an indexer reading the record back
+// reads it (index.go).
+func messageHead(msg Block, headEnd int64) ([]byte, error) {
+	head := make([]byte, min(headEnd, httpHeadCap))
+	n, err := msg.ReadAt(head, 0)
+	if n == len(head) {
+		err = nil
+	}
+	return head[:n], err
 }
 
 func ignoreEOF(err error) error {

@@ -87,6 +87,18 @@ type Writer struct {
 	// database names). unfinished is that file, for Close to try again.
 	err        error
 	unfinished string
+	// index holds the CDXJ lines of the file being written, of the records
+	// commits accounted for; pending those of the commit under way, added
+	// once it is made. A file's index is put beside it when it is finished
+	// (putIndex); nil after a failure to keep it, and then the file is
+	// read to make it when the archive's index is next written.
+	index     *lineSorter
+	pending   []byte
+	indexName string // the file's name, as a CDXJ line's "filename" holds it
+	sortRun   int    // bytes of lines sorted in memory at a time; 0 means sortRunBytes
+	// indexing is the finished files' indexes being sorted and written,
+	// off the writer goroutine, so that commits do not wait for them.
+	indexing sync.WaitGroup
 
 	mu     sync.Mutex
 	claims map[string]*claim // first captures encoded, not yet committed
@@ -323,6 +335,7 @@ func (w *Writer) BeforeCommit(b *store.Batch) error {
 			}
 		}
 	}
+	w.pending = w.pending[:0]
 	if len(entries) == 0 {
 		return nil
 	}
@@ -348,11 +361,14 @@ func (w *Writer) BeforeCommit(b *store.Batch) error {
 		}
 	}
 	for _, e := range entries {
-		data := e.data
+		data, line := e.data, e.index
 		if e.of != nil && !e.of.written {
-			data = e.fallback
+			data, line = e.fallback, e.fallbackIndex
 		}
 		e.File, e.Offset = w.state.File, w.size
+		if line != nil {
+			w.pending = appendCDXJ(w.pending, line, e.Offset+e.reqSize, data.Size()-e.reqSize, w.indexName)
+		}
 		n, err := data.WriteTo(w.file)
 		w.size += n
 		if err != nil {
@@ -382,6 +398,7 @@ func (w *Writer) AfterCommit() {
 	w.mu.Unlock()
 	if w.staged.File != "" {
 		w.state, w.staged = w.staged, store.ArchiveState{}
+		w.indexCommitted()
 	}
 	if w.file != nil && w.state.Committed >= w.opts.MaxFileSize {
 		path := w.file.Name()
@@ -425,6 +442,8 @@ func (w *Writer) create() error {
 		return fmt.Errorf("archive: write the warcinfo record of %s: %w", path, err)
 	}
 	w.file, w.size = f, int64(len(info))
+	w.indexName = string(appendJSONString(nil, state.File))
+	w.index = newLineSorter(w.opts.Dir, w.sortRun)
 	return nil
 }
 
@@ -473,17 +492,32 @@ func (w *Writer) finish() error {
 	if err != nil {
 		return fmt.Errorf("close %s: %w", path, err)
 	}
-	return w.finishAt(path, w.state.Committed, false)
+	return w.finishFile(path)
+}
+
+// finishFile finishes the open file at path, as the database accounts
+// for it, and puts its index beside it.
+func (w *Writer) finishFile(path string) error {
+	if err := w.finishAt(path, w.state.Committed, false); err != nil {
+		return err
+	}
+	if w.state.Committed > 0 {
+		w.putIndex(strings.TrimSuffix(path, openSuffix))
+	}
+	w.dropIndex()
+	return nil
 }
 
 // Close finishes the current file, cut back to what the database
-// accounts for: after a failed write or commit, the records of pages not
-// marked done go. It must follow the frontier's Close: no commit may come
+// accounts for (after a failed write or commit, the records of pages not
+// marked done go), and returns once every finished file's index is
+// written. It must follow the frontier's Close: no commit may come
 // after it. A full file that could not be finished earlier is tried again;
 // if it still cannot be, Close says so, and the next run finishes it.
 func (w *Writer) Close() error {
+	defer w.indexing.Wait()
 	if w.unfinished != "" {
-		err := w.finishAt(w.unfinished, w.state.Committed, false)
+		err := w.finishFile(w.unfinished)
 		if err != nil {
 			return fmt.Errorf("finish a full WARC file: %w", err)
 		}
@@ -505,3 +539,44 @@ func fileSafe(s string) string {
 
 // ErrUnfinished is wrapped by Check's error for .open files.
 var ErrUnfinished = errors.New("unfinished WARC file")
+
+// indexCommitted adds the lines of the commit just made to the file's
+// index.
+func (w *Writer) indexCommitted() {
+	if w.index == nil || len(w.pending) == 0 {
+		return
+	}
+	if err := w.index.add(w.pending); err != nil {
+		w.opts.Logger.Warn("archive: the index of the WARC file being written cannot be kept; "+
+			"the file will be read to index it when the archive's index is next written",
+			"file", w.state.File, "err", err)
+		w.dropIndex()
+	}
+	w.pending = w.pending[:0]
+}
+
+// putIndex writes the index of the finished file at path beside it, in
+// the background (Close waits for it). An index that cannot be written is
+// only a warning: the file is read to make it when the archive's index is
+// next written.
+func (w *Writer) putIndex(path string) {
+	index := w.index
+	w.index = nil
+	if index == nil {
+		return
+	}
+	w.indexing.Go(func() {
+		defer index.close()
+		if err := writeFileIndex(path+indexSuffix, index.writeTo); err != nil {
+			w.opts.Logger.Warn("archive: the index of a finished WARC file could not be written; "+
+				"the file will be read to index it when the archive's index is next written", "file", path, "err", err)
+		}
+	})
+}
+
+func (w *Writer) dropIndex() {
+	if w.index != nil {
+		w.index.close()
+		w.index = nil
+	}
+}

@@ -14,7 +14,7 @@ import (
 	"breakwater/store"
 )
 
-func openDB(t *testing.T, path string) *storage.DB {
+func openDB(t testing.TB, path string) *storage.DB {
 	t.Helper()
 	db, err := storage.Open(path, nil)
 	if err != nil {
@@ -46,7 +46,7 @@ func exchange(uri, body string, at time.Time) Exchange {
 
 // commit stands in for the frontier's writer: entries ride a batch, the
 // archive writes them before the commit.
-func commit(t *testing.T, w *Writer, db *storage.DB, entries ...*Entry) {
+func commit(t testing.TB, w *Writer, db *storage.DB, entries ...*Entry) {
 	t.Helper()
 	var b store.Batch
 	for _, e := range entries {
