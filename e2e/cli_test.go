@@ -27,7 +27,7 @@ import (
 // "host" may come too, "etag" and "last_modified" when the page sent them,
 // "location" for a redirect and "lastmod" for a URL a sitemap listed.
 var exportKeys = []string{"url", "final_url", "status", "content_type", "length", "truncated",
-	"fetched_at", "duration_ms", "depth", "title", "outlinks", "sha256", "attempts", "error_class", "error", "referrer"}
+	"fetched_at", "duration_ms", "depth", "title", "outlinks", "sha256", "attempts", "error_class", "error", "referrer", "kind"}
 
 var optionalExportKeys = []string{"host", "etag", "last_modified", "location", "lastmod"}
 
