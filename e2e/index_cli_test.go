@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"bytes"
@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"breakwater/cli"
 	"breakwater/storage"
 	"breakwater/store"
 	"breakwater/warc"
 )
 
 // writeArchive writes pages as a crawl would, a commit each, into dir.
-func writeArchive(t *testing.T, dir string, pages int) {
+func writeTestArchive(t *testing.T, dir string, pages int) {
 	t.Helper()
 	db, err := storage.Open(filepath.Join(t.TempDir(), "c.db"), nil)
 	if err != nil {
@@ -51,10 +52,10 @@ func writeArchive(t *testing.T, dir string, pages int) {
 
 func TestIndexCommand(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "warc")
-	writeArchive(t, dir, 6)
+	writeTestArchive(t, dir, 6)
 	files, _ := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
 	os.Remove(files[0] + ".cdxj") // a file archived before indexes were: read to index it
-	r := mustRun(t, ExitOK, "index", dir)
+	r := mustRun(t, cli.ExitOK, "index", dir)
 	want := fmt.Sprintf("%s: 6 records from %d WARC files (1 read to index them)\n", filepath.Join(dir, warc.IndexName), len(files))
 	if r.stdout != want {
 		t.Errorf("index said %q, want %q", r.stdout, want)
@@ -70,11 +71,11 @@ func TestIndexCommand(t *testing.T) {
 		code int
 		says string
 	}{
-		{[]string{"index"}, ExitUsage, "index takes one directory"},
-		{[]string{"index", dir, dir}, ExitUsage, "index takes one directory"},
-		{[]string{"index", filepath.Join(dir, "missing")}, ExitUsage, "missing: no such file or directory"},
-		{[]string{"index", notDir}, ExitUsage, notDir + ": not a directory"},
-		{[]string{"index", t.TempDir()}, ExitUsage, "no WARC files"},
+		{[]string{"index"}, cli.ExitUsage, "index takes one directory"},
+		{[]string{"index", dir, dir}, cli.ExitUsage, "index takes one directory"},
+		{[]string{"index", filepath.Join(dir, "missing")}, cli.ExitUsage, "missing: no such file or directory"},
+		{[]string{"index", notDir}, cli.ExitUsage, notDir + ": not a directory"},
+		{[]string{"index", t.TempDir()}, cli.ExitUsage, "no WARC files"},
 	} {
 		r := mustRun(t, c.code, c.args...)
 		if !strings.Contains(r.stderr, c.says) {
@@ -85,7 +86,7 @@ func TestIndexCommand(t *testing.T) {
 	// A damaged file that has no index yet: exit 1, naming it.
 	os.Remove(files[1] + ".cdxj")
 	os.WriteFile(files[1], []byte("not a WARC file"), 0o600)
-	if r := mustRun(t, ExitError, "index", dir); !strings.Contains(r.stderr, filepath.Base(files[1])) {
+	if r := mustRun(t, cli.ExitError, "index", dir); !strings.Contains(r.stderr, filepath.Base(files[1])) {
 		t.Errorf("index of a damaged file: stderr %q, want it named", r.stderr)
 	}
 }
