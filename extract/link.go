@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"breakwater/frontier"
+	"breakwater/store"
 )
 
 // Kind says what a link is to the page it was found in. The kinds are
@@ -49,6 +50,12 @@ type Link struct {
 	// "poster", "data", "style"); in a <style> element the construct
 	// ("@import", "url", "image-set"); empty in a stylesheet.
 	Attr string
+	// Text is a navigation link's anchor text, whitespace collapsed and
+	// capped, or the alt text of the image it holds when it has no text.
+	Text string
+	// Rel is what the link's rel attribute says of it (nofollow, ugc,
+	// sponsored).
+	Rel store.LinkRel
 }
 
 // Page is what a scan of an HTML page found.
