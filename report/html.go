@@ -115,7 +115,7 @@ const (
 
 func timelineSVG(tl Timeline) timelineChart {
 	c := timelineChart{Width: chartWidth + timelineLeft - chartLeft, Left: timelineLeft,
-		Height: timelineRowHeight*float64(len(tl.Hosts)) + 28}
+		Height: timelineRowHeight*float64(max(len(tl.Hosts), 1)) + 28}
 	if tl.Start.IsZero() {
 		return c
 	}
