@@ -21,6 +21,7 @@ const (
 	ExitUsage    = 2
 	ExitWorkLeft = 3 // stopped with work left: run again to resume
 	ExitFailed   = 4 // finished, but failed in a way cron must hear about
+	ExitFindings = 5 // report: a finding --fail-on lists exists
 )
 
 // usageError marks errors that are the caller's (bad flags, bad seeds): exit 2.
@@ -54,6 +55,7 @@ func commands() []command {
 		{"crawl", "crawl from seed URLs into a database file, or resume one", runCrawl},
 		{"status", "frontier counts, hosts, pages and failures", runStatus},
 		{"export", "write stored results (jsonl or csv; --failed for failures only), also while a crawl runs", runExport},
+		{"report", "write the site audit (broken links and who links to them, redirects, noindex, duplicates, charts) as HTML, JSON or CSV; --fail-on for CI", runReport},
 		{"verify", "check a database file (and with --warc its archive) for damage and broken invariants; read-only", runVerify},
 		{"warc-check", "read WARC files back: records by type, digests, pairs, unfinished files", runWARCCheck},
 		{"wacz", "package the crawl's archive as a WACZ file for ReplayWeb.page, also while it runs; --verify checks one", runWACZ},
@@ -87,6 +89,8 @@ func codeOf(err error) int {
 		return ExitWorkLeft
 	case errors.As(err, new(runFailedError)):
 		return ExitFailed
+	case errors.As(err, new(findingsError)):
+		return ExitFindings
 	case errors.As(err, &ue):
 		return ExitUsage
 	default:
