@@ -3,8 +3,8 @@ package extract_test
 import (
 	"bytes"
 	"mime"
-	"reflect"
 	neturl "net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
