@@ -47,6 +47,11 @@ type exchange struct {
 	title   string
 	links   []extract.Link
 	scanErr error
+	// page is the scanned page whole: what it says about itself
+	// (directives.go). token is the crawler's product token, for the
+	// <meta> that names it.
+	page  extract.Page
+	token string
 }
 
 // scanPage reads a 2xx page for its title and links as its body streams
@@ -61,8 +66,8 @@ func (x *exchange) scanPage(resp *fetch.Response, body io.Reader) {
 		x.links, x.scanErr = extract.ScanCSS(resp.URL, resp.ContentType, body)
 		return
 	}
-	page, err := extract.ScanHTML(resp.URL, resp.ContentType, body)
-	x.title, x.links, x.scanErr = page.Title, page.Links, err
+	page, err := extract.ScanHTMLWith(resp.URL, resp.ContentType, body, extract.ScanOptions{ProductToken: x.token})
+	x.title, x.links, x.scanErr, x.page = page.Title, page.Links, err, page
 }
 
 // ending says how a lease ends. The zero value gives it back untouched.

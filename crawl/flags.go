@@ -183,6 +183,9 @@ var flagTable = []Flag{
 	{Name: "requisite-hops", Group: GroupScope, Stored: true,
 		Help:  "longest chain of requisites from a page: its stylesheet 1, the stylesheet's @import 2, the font that names 3",
 		field: func(v *FlagValues) any { return &v.Options.RequisiteHops }},
+	{Name: "skip-rel-nofollow", Group: GroupScope, Stored: true,
+		Help:  `do not follow links marked rel="nofollow" (they are followed by default, and recorded as nofollow)`,
+		field: func(v *FlagValues) any { return &v.Options.SkipRelNofollow }},
 	{Name: "sitemaps", Group: GroupScope, Stored: true,
 		Help:  "queue the URLs of the sitemaps robots.txt names (else /sitemap.xml) of hosts in scope; --sitemaps=false for none",
 		field: func(v *FlagValues) any { return &v.Options.Sitemaps }},
@@ -197,6 +200,9 @@ var flagTable = []Flag{
 	{Name: "user-agent", Group: GroupPoliteness, Stored: true,
 		Help:  "User-Agent header; the word before the first / is the robots.txt product token",
 		field: func(v *FlagValues) any { return &v.Options.UserAgent }},
+	{Name: "robots-meta", Group: GroupPoliteness, Stored: true,
+		Help:  `obey the robots directives of pages (<meta name="robots">, <meta name="PRODUCT-TOKEN">, X-Robots-Tag): the links of a nofollow page are not followed, its requisites still fetched; --robots-meta=false follows them (the directives are recorded either way)`,
+		field: func(v *FlagValues) any { return &v.Options.RobotsMeta }},
 
 	// Requests.
 	{Name: "header", Group: GroupRequests, Stored: true, Secret: control.MaskHeaders,

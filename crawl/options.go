@@ -69,6 +69,15 @@ type Options struct {
 	// stylesheet is 1, that stylesheet's @import 2, the font it names 3
 	// (the default). At most maxRequisiteHops.
 	RequisiteHops int
+	// RobotsMeta obeys the robots directives of pages (<meta
+	// name="robots">, X-Robots-Tag): a page that says nofollow (or none)
+	// has its navigation links left alone. Default true; false records
+	// the directives and follows the links all the same.
+	RobotsMeta bool
+	// SkipRelNofollow leaves alone the navigation links marked
+	// rel="nofollow", which are otherwise followed (and recorded as
+	// such). Default false.
+	SkipRelNofollow bool
 	// MaxPages stops the run after this many pages were attempted; zero
 	// (the default) means no limit. Retries and requisites do not count;
 	// sitemaps do.
@@ -227,6 +236,7 @@ func DefaultOptions() Options {
 		MaxDepth:        -1,
 		PageRequisites:  true,
 		RequisiteHops:   3,
+		RobotsMeta:      true,
 		UserAgent:       "breakwater/" + Version,
 		Timeout:         fetch.DefaultTimeout,
 		ConnectTimeout:  fetch.DefaultConnectTimeout,

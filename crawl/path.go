@@ -13,7 +13,7 @@ import (
 
 // handle takes one leased URL down the request path and ends its lease.
 func (e *Engine) handle(l *frontier.Lease) {
-	x := &exchange{lease: l, host: e.hosts.get(l.Item.Host, e.opts.Now())}
+	x := &exchange{lease: l, host: e.hosts.get(l.Item.Host, e.opts.Now()), token: e.token}
 	e.settle(x, e.process(x))
 }
 

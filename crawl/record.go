@@ -109,7 +109,8 @@ func (e *Engine) succeeded(x *exchange, now time.Time) disposition {
 			e.log.Debug("extract links", "url", it.URL, "err", x.scanErr)
 		}
 		r.Title, r.Outlinks = x.title, len(x.links)
-		found = e.discoverFrom(it, x.links) // requisites.go
+		e.recordPageFacts(x, r)                                       // directives.go
+		found = e.discoverFrom(it, x.links, e.followsLinks(r.Robots)) // requisites.go
 	}
 	return completed(r, found)
 }

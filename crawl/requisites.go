@@ -26,14 +26,17 @@ const maxRequisiteHops = 8
 
 // discoverFrom turns the links read from the answer of it into frontier
 // items: its navigation links as pages, when it is a page or an in-scope
-// frame; its requisites as requisites, within --requisite-hops.
-func (e *Engine) discoverFrom(it store.Item, links []extract.Link) []store.Item {
+// frame and follow (its robots directives let them be followed), except
+// rel="nofollow" ones under --skip-rel-nofollow; its requisites as
+// requisites, within --requisite-hops, whatever the directives.
+func (e *Engine) discoverFrom(it store.Item, links []extract.Link, follow bool) []store.Item {
 	var nav, req []frontier.Link
 	for _, l := range links {
-		if l.Kind == extract.Navigation {
-			nav = append(nav, l.Link)
-		} else {
+		switch {
+		case l.Kind != extract.Navigation:
 			req = append(req, l.Link)
+		case follow && !(e.opts.SkipRelNofollow && l.Rel&store.RelNofollow != 0):
+			nav = append(nav, l.Link)
 		}
 	}
 	var found []store.Item

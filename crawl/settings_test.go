@@ -78,6 +78,8 @@ func TestEachSettingResumesAsTheTableSays(t *testing.T) {
 		{"sitemaps", `false`, stored},
 		{"page-requisites", `false`, stored},
 		{"requisite-hops", `2`, stored},
+		{"skip-rel-nofollow", `true`, stored},
+		{"robots-meta", `false`, stored},
 		{"delay", `"3s"`, stored},
 		{"host-concurrency", `2`, stored},
 		{"user-agent", `"mybot/2.0"`, stored},

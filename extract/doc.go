@@ -2,7 +2,12 @@
 // (ScanHTML) and the stylesheets (ScanCSS). It owns telling the kinds of
 // link apart, the HTML elements and attributes each kind comes from, the
 // srcset grammar, the CSS tokens that name a URL (url(), @import,
-// image-set()), the charset a body is decoded from, and the page's title.
+// image-set()), the charset a body is decoded from, the page's title, and
+// what a page says about itself and its links: its robots directives
+// (<meta name="robots"> and the crawler's own, ParseRobotsDirectives, which
+// the crawl also reads X-Robots-Tag with), canonical URL, hreflang
+// alternates, description, first <h1> and language, and each navigation
+// link's anchor text and rel.
 //
 // Kinds: a Navigation link (<a>, <area>) is a page the crawl may go on to,
 // within its scope; a Requisite (images, scripts, stylesheets, icons,

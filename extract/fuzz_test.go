@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"mime"
 	neturl "net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -39,6 +40,8 @@ func FuzzScanHTML(f *testing.F) {
 	f.Add(testPage, "text/html", []byte(`<img src=a.png srcset="b.png 2x, c.png 300w"><a href=a.png><iframe src=a.png>`))
 	f.Add(testPage, "text/html", []byte(`<style>@import "s.css"; p{background:url(i.png)}</style><p style="background:url('j.png')">`))
 	f.Add(testPage, "text/html", []byte(`<link rel="Shortcut Icon" href=/f.ico><svg><use xlink:href="s.svg#i"/><image href=i.svg /></svg>`))
+	f.Add(testPage, "text/html", []byte(`<html lang=en><meta name=robots content="noindex, NOFOLLOW"><meta name=description content=d>`+
+		`<link rel=canonical href=/c><link rel=alternate hreflang=de href=/de><h1>T<br>x</h1><a href=a rel="nofollow ugc">t<img alt=i></a>`))
 	f.Fuzz(func(t *testing.T, pageURL, contentType string, body []byte) {
 		page, err := extract.ScanHTML(pageURL, contentType, bytes.NewReader(body))
 		if err != nil {
@@ -70,8 +73,9 @@ func FuzzScanHTML(f *testing.F) {
 		if len(links) > 0 && !bytes.ContainsAny(body, "=(@") {
 			t.Fatalf("%d links from a body without '=', '(' or '@': %+v", len(links), links[0])
 		}
+		checkPageFacts(t, page)
 		again, err := extract.ScanHTML(pageURL, contentType, iotest.OneByteReader(bytes.NewReader(body)))
-		if err != nil || again.Title != title || !slices.Equal(again.Links, links) {
+		if err != nil || again.Title != title || !slices.Equal(again.Links, links) || !reflect.DeepEqual(again, page) {
 			t.Fatalf("a second run, a byte at a time, differs: title %q -> %q, %d -> %d links, %v", title, again.Title, len(links), len(again.Links), err)
 		}
 	})
@@ -169,4 +173,83 @@ func checkLink(t *testing.T, l frontier.Link) {
 	if parsed, err := frontier.ParseLink(l.URL); err != nil || parsed != l {
 		t.Fatalf("link %+v, but ParseLink of its URL gives %+v, %v", l, parsed, err)
 	}
+}
+
+// checkPageFacts checks what a page says about itself: text valid UTF-8
+// within its cap, URLs requestable, directives among the known ones.
+func checkPageFacts(t *testing.T, page extract.Page) {
+	t.Helper()
+	for _, f := range []struct {
+		name, s string
+		max     int
+	}{{"description", page.Description, 512}, {"h1", page.H1, 512}, {"lang", page.Lang, 64}} {
+		if n := utf8.RuneCountInString(f.s); n > f.max || !utf8.ValidString(f.s) || strings.TrimSpace(f.s) != f.s {
+			t.Fatalf("%s %q: %d runes (cap %d), invalid UTF-8 or untrimmed", f.name, f.s, n, f.max)
+		}
+	}
+	if page.Robots&^(store.Noindex|store.Nofollow|store.Noarchive) != 0 {
+		t.Fatalf("robots %08b has unknown bits", page.Robots)
+	}
+	urls := []string{page.Canonical}
+	for _, a := range page.Alternates {
+		urls = append(urls, a.URL)
+		if a.Hreflang == "" || !utf8.ValidString(a.Hreflang) {
+			t.Fatalf("alternate %+v without a valid hreflang", a)
+		}
+	}
+	for _, u := range urls[1:] {
+		if _, err := frontier.ParseLink(u); err != nil {
+			t.Fatalf("alternate %q is not a requestable URL: %v", u, err)
+		}
+	}
+	if page.Canonical != "" {
+		if _, err := frontier.ParseLink(page.Canonical); err != nil {
+			t.Fatalf("canonical %q is not a requestable URL: %v", page.Canonical, err)
+		}
+	}
+	if len(page.Alternates) > 100 {
+		t.Fatalf("%d alternates, over the cap of 100", len(page.Alternates))
+	}
+	for _, l := range page.Links {
+		if n := utf8.RuneCountInString(l.Text); n > 200 || !utf8.ValidString(l.Text) || strings.TrimSpace(l.Text) != l.Text {
+			t.Fatalf("anchor text %q: %d runes (cap 200), invalid UTF-8 or untrimmed", l.Text, n)
+		}
+		if l.Rel&^(store.RelNofollow|store.RelUGC|store.RelSponsored) != 0 {
+			t.Fatalf("rel %08b has unknown bits", l.Rel)
+		}
+	}
+}
+
+// FuzzParseRobotsDirectives: any list gives known directives only; a list
+// means the same in any case, in any order, and joined with another
+// gives what both give.
+func FuzzParseRobotsDirectives(f *testing.F) {
+	for _, s := range []string{"noindex, nofollow", "NONE", "noarchive,max-snippet:20", "unavailable_after: Mon, 25 Jun 2026 15:00:00 PST", ",,", "index, follow"} {
+		f.Add(s, "nofollow")
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		da, db := extract.ParseRobotsDirectives(a), extract.ParseRobotsDirectives(b)
+		if da&^(store.Noindex|store.Nofollow|store.Noarchive) != 0 {
+			t.Fatalf("%q gives unknown bits %08b", a, da)
+		}
+		// Only ASCII: some letters (a dotless ı) upper-case into ASCII ones.
+		if up := extract.ParseRobotsDirectives(strings.ToUpper(a)); up != da && isASCII(a) {
+			t.Fatalf("%q gives %v, upper case %v", a, da.Names(), up.Names())
+		}
+		if both := extract.ParseRobotsDirectives(a + "," + b); both != da|db {
+			t.Fatalf("%q and %q give %v and %v, joined %v", a, b, da.Names(), db.Names(), both.Names())
+		}
+		if rev := extract.ParseRobotsDirectives(b + "," + a); rev != da|db {
+			t.Fatalf("%q after %q gives %v, want %v", a, b, rev.Names(), (da | db).Names())
+		}
+	})
+}
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/net/html"
 
 	"breakwater/frontier"
+	"breakwater/store"
 )
 
 // ScanHTML reads an HTML page from body as it arrives and returns its
@@ -34,7 +35,25 @@ import (
 // inside <svg> or <math>. Malformed HTML is read as a browser's tokenizer
 // would; it is never an error, and a token larger than 1 MiB ends the scan
 // with what was found before it.
+//
+// What the page says about itself is read too (see Page): its robots
+// directives, canonical URL, alternates, description, first <h1> and
+// language, and each navigation link's anchor text and rel.
 func ScanHTML(pageURL, contentType string, body io.Reader) (Page, error) {
+	return ScanHTMLWith(pageURL, contentType, body, ScanOptions{})
+}
+
+// ScanOptions are what a scan needs to know of the crawler reading the
+// page. The zero value is a crawler without a name.
+type ScanOptions struct {
+	// ProductToken is the crawler's robots product token: a
+	// <meta name="TOKEN"> naming it (in any case) adds its directives to
+	// those of <meta name="robots">. "" reads only the latter.
+	ProductToken string
+}
+
+// ScanHTMLWith is ScanHTML for a crawler named in opts.
+func ScanHTMLWith(pageURL, contentType string, body io.Reader, opts ScanOptions) (Page, error) {
 	br := bufio.NewReaderSize(body, 4096)
 	sniff, _ := br.Peek(512)
 	mediaType := htmlMediaType(contentType, sniff)
@@ -49,10 +68,14 @@ func ScanHTML(pageURL, contentType string, body io.Reader) (Page, error) {
 		// The sniffed type carries no charset: leave that to the meta prescan.
 		contentType = mediaType
 	}
-	sc := htmlScan{page: page, links: newLinkSet(page, true)}
+	sc := htmlScan{page: page, links: newLinkSet(page, true), opts: opts, anchorAt: -1}
 	sc.run(html.NewTokenizer(decodedReader(br, contentType)))
+	sc.endAnchor()
 	title := strings.ToValidUTF8(strings.Join(strings.Fields(sc.title.String()), " "), "\uFFFD")
-	return Page{Title: truncateRunes(title, maxTitleRunes), Links: sc.links.links}, nil
+	out := Page{Title: truncateRunes(title, maxTitleRunes), Links: sc.links.links, Robots: sc.robots,
+		Description: sc.description, H1: sc.h1.String(), Lang: sc.lang}
+	sc.resolveSelf(&out)
+	return out, nil
 }
 
 // htmlScan is one page's scan in progress.
@@ -70,29 +93,55 @@ type htmlScan struct {
 	inStyle bool
 	attrs   tagAttrs
 	scratch []byte // a <style> element's CSS, held for the lexer
+	// inScript: the next text token is a script, no text a reader sees.
+	inScript bool
+
+	// What the page says about itself (selfdesc.go).
+	opts          ScanOptions
+	robots        store.Directives
+	description   string
+	descSeen      bool
+	lang          string
+	langSeen      bool
+	canonicalRef  string
+	alternateRefs []store.Alternate // URL as written, resolved at the end
+	inH1, h1Done  bool
+	h1            textBuf
+	// anchorAt is the index in links of the open <a>'s link, -1 when none
+	// is open; its text and the alt of its first image gather meanwhile.
+	anchorAt   int
+	anchorText textBuf
+	anchorAlt  string
 }
 
 func (sc *htmlScan) run(z *html.Tokenizer) {
 	z.SetMaxBuf(maxTokenBytes)
 	for {
 		tt := z.Next()
-		inStyle := sc.inStyle
-		sc.inStyle = false
+		inStyle, inScript := sc.inStyle, sc.inScript
+		sc.inStyle, sc.inScript = false, false
 		switch tt {
 		case html.ErrorToken:
 			return // io.EOF, a read error or a token over maxTokenBytes
 		case html.TextToken:
-			if sc.inTitle && sc.title.Len() < 4*maxTitleRunes {
-				sc.title.Write(z.Text())
-			}
-			if inStyle {
-				sc.styleSheetLinks(z.Text())
+			text := z.Text() // a second call would return nothing
+			switch {
+			case sc.inTitle:
+				if sc.title.Len() < 4*maxTitleRunes {
+					sc.title.Write(text)
+				}
+			case inStyle:
+				sc.styleSheetLinks(text)
+			case !inScript:
+				sc.readText(text)
 			}
 		case html.StartTagToken, html.SelfClosingTagToken:
 			name, hasAttr := z.TagName()
+			sc.breakWords(name)
 			sc.startTag(z, name, hasAttr)
 		case html.EndTagToken:
 			name, _ := z.TagName()
+			sc.breakWords(name)
 			switch string(name) {
 			case "svg", "math":
 				sc.foreign = max(sc.foreign-1, 0)
@@ -100,9 +149,15 @@ func (sc *htmlScan) run(z *html.Tokenizer) {
 				if sc.inTitle {
 					sc.inTitle, sc.titleDone = false, true
 				}
+			case "a":
+				sc.endAnchor()
+			case "h1":
+				if sc.inH1 {
+					sc.inH1, sc.h1Done = false, true
+				}
 			}
 		}
-		if sc.links.full() && sc.titleDone && sc.baseSeen {
+		if sc.links.full() && sc.titleDone && sc.baseSeen && sc.h1Done {
 			return
 		}
 	}
@@ -122,8 +177,20 @@ func (sc *htmlScan) startTag(z *html.Tokenizer, rawName []byte, hasAttr bool) {
 	case "style":
 		// The tokenizer reads what follows as raw text, even after <style/>.
 		sc.inStyle = true
+	case "script":
+		sc.inScript = true
+	case "a":
+		sc.endAnchor() // an <a> inside another ends it, as a browser's parser does
+	case "h1":
+		if sc.foreign == 0 && !sc.h1Done && !sc.inH1 && !selfClosing(z) {
+			sc.inH1 = true
+			sc.h1.reset(maxH1Runes)
+		}
 	}
 	want := wantedAttrs(name)
+	if name == "img" && sc.anchorAt >= 0 && sc.anchorAlt == "" {
+		want |= setOf(attrAlt) // a linked image's alt stands for the link's text
+	}
 	if !hasAttr || want == setOf(attrStyle) && !mayHaveStyle(z.Raw()) {
 		return // reading attributes costs the tokenizer a copy each
 	}
@@ -143,15 +210,32 @@ func (sc *htmlScan) elementLinks(a *tagAttrs, name string) {
 	switch name {
 	case "base":
 		if a.has(attrHref) && !sc.baseSeen {
+			sc.endAnchor() // the links are taken again: their indexes change
 			sc.setBase(a.get(attrHref))
 		}
-	case "a", "area":
-		sc.take(a, attrHref, Navigation, name)
+	case "a":
+		if i := sc.takeAnchor(a, name); i >= 0 {
+			sc.anchorAt, sc.anchorAlt = i, ""
+			sc.anchorText.reset(maxAnchorRunes)
+		}
+	case "area":
+		if i := sc.takeAnchor(a, name); i >= 0 && sc.links.links[i].Text == "" {
+			sc.links.links[i].Text = collapse(a.get(attrAlt), maxAnchorRunes)
+		}
+	case "meta":
+		sc.meta(a)
+	case "html":
+		if !sc.langSeen {
+			sc.langSeen, sc.lang = true, collapse(a.get(attrLang), maxLangRunes)
+		}
 	case "iframe", "frame":
 		sc.take(a, attrSrc, Frame, name)
 	case "img", "source":
 		sc.take(a, attrSrc, Requisite, name)
 		sc.takeSrcset(a, name)
+		if a.has(attrAlt) {
+			sc.anchorAlt = collapse(a.get(attrAlt), maxAnchorRunes)
+		}
 	case "video":
 		sc.take(a, attrSrc, Requisite, name)
 		sc.take(a, attrPoster, Requisite, name)
@@ -167,6 +251,7 @@ func (sc *htmlScan) elementLinks(a *tagAttrs, name string) {
 		if requisiteRel(a.get(attrRel)) {
 			sc.take(a, attrHref, Requisite, name)
 		}
+		sc.linkRelation(a)
 	case "image", "use":
 		sc.take(a, attrHref, Requisite, name)
 		sc.take(a, attrXlinkHref, Requisite, name)
@@ -220,15 +305,23 @@ func knownElement(name []byte) string {
 		return "image"
 	case "use":
 		return "use"
+	case "meta":
+		return "meta"
+	case "html":
+		return "html"
+	case "h1":
+		return "h1"
 	}
 	return ""
 }
 
-// take adds the tag's attribute, if it has it, as a link of kind.
-func (sc *htmlScan) take(a *tagAttrs, attr attrName, kind Kind, element string) {
-	if a.has(attr) {
-		sc.links.add(a.get(attr), kind, element, attrNames[attr])
+// take adds the tag's attribute, if it has it, as a link of kind, and
+// returns the link's index in links (-1 if none) and whether it is new.
+func (sc *htmlScan) take(a *tagAttrs, attr attrName, kind Kind, element string) (int, bool) {
+	if !a.has(attr) {
+		return -1, false
 	}
+	return sc.links.add(a.get(attr), kind, element, attrNames[attr])
 }
 
 func (sc *htmlScan) takeSrcset(a *tagAttrs, element string) {
@@ -307,10 +400,16 @@ const (
 	attrRel
 	attrXlinkHref
 	attrStyle
+	attrMetaName
+	attrContent
+	attrLang
+	attrHreflang
+	attrAlt
 	numAttrs
 )
 
-var attrNames = [numAttrs]string{"href", "src", "srcset", "poster", "data", "type", "rel", "xlink:href", "style"}
+var attrNames = [numAttrs]string{"href", "src", "srcset", "poster", "data", "type", "rel", "xlink:href", "style",
+	"name", "content", "lang", "hreflang", "alt"}
 
 // attrSet is a set of attrNames.
 type attrSet uint16
@@ -327,8 +426,16 @@ func setOf(names ...attrName) attrSet {
 // links come from, and style.
 func wantedAttrs(element string) attrSet {
 	switch element {
-	case "base", "a", "area":
+	case "base":
 		return setOf(attrHref, attrStyle)
+	case "a":
+		return setOf(attrHref, attrRel, attrStyle)
+	case "area":
+		return setOf(attrHref, attrRel, attrAlt, attrStyle)
+	case "meta":
+		return setOf(attrMetaName, attrContent, attrStyle)
+	case "html":
+		return setOf(attrLang, attrStyle)
 	case "iframe", "frame", "audio", "track", "embed", "script":
 		return setOf(attrSrc, attrStyle)
 	case "img", "source":
@@ -340,7 +447,7 @@ func wantedAttrs(element string) attrSet {
 	case "input":
 		return setOf(attrSrc, attrType, attrStyle)
 	case "link":
-		return setOf(attrHref, attrRel, attrStyle)
+		return setOf(attrHref, attrRel, attrHreflang, attrStyle)
 	case "image", "use":
 		return setOf(attrHref, attrXlinkHref, attrStyle)
 	}
@@ -416,6 +523,16 @@ func attrNameOf(key []byte) (attrName, bool) {
 		return attrXlinkHref, true
 	case "style":
 		return attrStyle, true
+	case "name":
+		return attrMetaName, true
+	case "content":
+		return attrContent, true
+	case "lang":
+		return attrLang, true
+	case "hreflang":
+		return attrHreflang, true
+	case "alt":
+		return attrAlt, true
 	}
 	return 0, false
 }

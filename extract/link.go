@@ -65,6 +65,22 @@ type Page struct {
 	Title string
 	// Links are in document order, each URL once.
 	Links []Link
+
+	// Robots are the directives of <meta name="robots"> and of a <meta>
+	// named with the crawler's product token (ScanOptions), together.
+	Robots store.Directives
+	// Canonical is the URL of the first <link rel="canonical">, resolved
+	// like the links; "" when there is none (or it cannot be fetched).
+	Canonical string
+	// Alternates are the <link rel="alternate" hreflang>s, in document
+	// order, resolved, at most 100.
+	Alternates []store.Alternate
+	// Description is the first <meta name="description">'s content, H1
+	// the text of the first <h1>, Lang the <html lang>: whitespace
+	// collapsed, valid UTF-8, at most 512 runes (Lang 64).
+	Description string
+	H1          string
+	Lang        string
 }
 
 const (
@@ -101,26 +117,29 @@ func (s *linkSet) full() bool { return len(s.links) >= maxLinks }
 // add resolves ref and takes it unless it cannot be fetched (other
 // schemes, fragments, junk) or the cap is reached. A URL taken already
 // keeps its place, and takes kind and origin when kind is the greater.
-func (s *linkSet) add(ref string, kind Kind, element, attr string) {
+// It returns the link's index in links, -1 when none was taken, and
+// whether the link is new.
+func (s *linkSet) add(ref string, kind Kind, element, attr string) (int, bool) {
 	ref = strings.TrimSpace(ref)
 	if ref == "" || ref[0] == '#' || s.full() {
-		return // the document itself
+		return -1, false // the document itself, or one link too many
 	}
 	link, err := s.base.ResolveLink(ref)
 	if err != nil {
-		return // javascript:, mailto:, data:, tel:, unparsable
+		return -1, false // javascript:, mailto:, data:, tel:, unparsable
 	}
 	if i, dup := s.at[link.URL]; dup {
 		if kind > s.links[i].Kind {
 			s.links[i].Kind, s.links[i].Element, s.links[i].Attr = kind, element, attr
 		}
-		return
+		return i, false
 	}
 	s.at[link.URL] = len(s.links)
 	s.links = append(s.links, Link{Link: link, Kind: kind, Element: element, Attr: attr})
 	if s.keepRefs {
 		s.refs = append(s.refs, ref)
 	}
+	return len(s.links) - 1, true
 }
 
 // settle stops keeping references: the document's base is settled.
@@ -133,6 +152,16 @@ func (s *linkSet) rebase(base *frontier.BaseURL) {
 	s.base, s.links, s.refs, s.keepRefs = base, nil, nil, false
 	clear(s.at)
 	for i, l := range earlier {
-		s.add(refs[i], l.Kind, l.Element, l.Attr)
+		j, added := s.add(refs[i], l.Kind, l.Element, l.Attr)
+		switch {
+		case j < 0:
+		case added:
+			s.links[j].Text, s.links[j].Rel = l.Text, l.Rel
+		default: // two references that the base makes one URL
+			if s.links[j].Text == "" {
+				s.links[j].Text = l.Text
+			}
+			s.links[j].Rel &= l.Rel
+		}
 	}
 }

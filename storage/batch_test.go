@@ -129,7 +129,7 @@ func TestComplete(t *testing.T) {
 			if got := hostCounts(t, db)["a.com"]; got != wantHost {
 				t.Fatalf("counts of a.com = %+v, want %+v", got, wantHost)
 			}
-			if got := takeSnapshot(t, db).Results[it.Hash]; got != *last {
+			if got := takeSnapshot(t, db).Results[it.Hash]; !reflect.DeepEqual(got, *last) {
 				t.Fatalf("stored result = %+v, want %+v", got, *last)
 			}
 		})
@@ -303,7 +303,7 @@ func TestFailHost(t *testing.T) {
 	for _, it := range q[:2] {
 		want := template
 		want.URL, want.FinalURL, want.Host, want.Depth, want.Attempts = it.URL, it.URL, it.Host, it.Depth, it.Attempts
-		if r := s.Results[it.Hash]; r != want {
+		if r := s.Results[it.Hash]; !reflect.DeepEqual(r, want) {
 			t.Fatalf("result of %s = %+v, want %+v", it.URL, r, want)
 		}
 	}

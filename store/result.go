@@ -64,6 +64,18 @@ type Result struct {
 	// the page unconditionally. Not exported: it is the archive's, and
 	// the WARC files say the same.
 	Archived Capture `json:"-"`
+
+	// What a page says about itself, read from its HTML and its headers:
+	// its robots directives (meta robots and X-Robots-Tag merged), its
+	// canonical URL (<link rel=canonical>, else the Link header's), its
+	// versions in other languages, its meta description, the text of its
+	// first <h1> and the language it declares (<html lang>).
+	Robots      Directives  `json:"robots,omitempty"`
+	Canonical   string      `json:"canonical,omitempty"`
+	Hreflang    []Alternate `json:"hreflang,omitempty"`
+	Description string      `json:"description,omitempty"`
+	H1          string      `json:"h1,omitempty"`
+	Lang        string      `json:"lang,omitempty"`
 }
 
 // Failed reports whether the result records a failure rather than a page.
@@ -143,7 +155,20 @@ const (
 	bodyValidators  // ETag and LastModified follow Error (records before them lack both)
 	bodyOrigin      // Referrer, Location and Lastmod follow (records before them lack all three)
 	bodyArchived    // Archived follows: its date, and its URI, "" when it is URL (records before it lack both)
-	bodyKind        // a Kind byte other than KindPage ends the record (records before kinds were kept are pages)
+	bodyExtension   // an extension byte ends the record: the Kind and which of the fields after it are stored
+)
+
+// The extension byte: its low bits are the Kind (records before kinds
+// were kept are pages), the others say which fields follow it. A record of
+// a page with none of them has no extension byte; one of another kind
+// without them ends with its Kind byte, as before they were stored.
+const (
+	extKindMask  = 0x03
+	extRobots    = 1 << 2 // the Directives byte
+	extCanonical = 1 << 3 // Canonical
+	extHreflang  = 1 << 4 // the number of alternates, then each one's hreflang and URL
+	extPageText  = 1 << 5 // Description, H1 and Lang
+	extKnownBits = extKindMask | extRobots | extCanonical | extHreflang | extPageText
 )
 
 // appendResultBody appends r's fields: a flags byte, then strings as a
@@ -175,8 +200,9 @@ func appendResultBody(out []byte, r *Result) []byte {
 	if !r.Archived.Date.IsZero() {
 		flags |= bodyArchived
 	}
-	if r.Kind != KindPage {
-		flags |= bodyKind
+	ext := extensionOf(r)
+	if ext != 0 {
+		flags |= bodyExtension
 	}
 	out = append(out, flags)
 	out = appendString(out, r.URL)
@@ -219,10 +245,86 @@ func appendResultBody(out []byte, r *Result) []byte {
 		}
 		out = appendString(out, uri)
 	}
-	if flags&bodyKind != 0 {
-		out = append(out, byte(r.Kind))
+	if ext != 0 {
+		out = appendExtension(out, ext, r)
 	}
 	return out
+}
+
+// extensionOf returns r's extension byte, 0 when it needs none.
+func extensionOf(r *Result) byte {
+	ext := byte(r.Kind) & extKindMask
+	if r.Robots != 0 {
+		ext |= extRobots
+	}
+	if r.Canonical != "" {
+		ext |= extCanonical
+	}
+	if len(r.Hreflang) > 0 {
+		ext |= extHreflang
+	}
+	if r.Description != "" || r.H1 != "" || r.Lang != "" {
+		ext |= extPageText
+	}
+	return ext
+}
+
+func appendExtension(out []byte, ext byte, r *Result) []byte {
+	out = append(out, ext)
+	if ext&extRobots != 0 {
+		out = append(out, byte(r.Robots))
+	}
+	if ext&extCanonical != 0 {
+		out = appendString(out, r.Canonical)
+	}
+	if ext&extHreflang != 0 {
+		out = binary.AppendUvarint(out, uint64(len(r.Hreflang)))
+		for _, a := range r.Hreflang {
+			out = appendString(appendString(out, a.Hreflang), a.URL)
+		}
+	}
+	if ext&extPageText != 0 {
+		out = appendString(appendString(appendString(out, r.Description), r.H1), r.Lang)
+	}
+	return out
+}
+
+// readExtension reads the extension byte and the fields it names into r,
+// and reports whether they were well formed.
+func readExtension(d *bodyReader, r *Result) bool {
+	b := d.bytes(1)
+	if d.bad || b[0] == 0 || b[0]&^extKnownBits != 0 {
+		return false
+	}
+	ext := b[0]
+	r.Kind = ItemKind(ext & extKindMask)
+	if ext&extRobots != 0 {
+		robots := d.bytes(1)
+		if d.bad || robots[0] == 0 || Directives(robots[0])&^allDirectives != 0 {
+			return false
+		}
+		r.Robots = Directives(robots[0])
+	}
+	if ext&extCanonical != 0 {
+		r.Canonical = d.string()
+	}
+	if ext&extHreflang != 0 {
+		n, k := binary.Uvarint(d.b)
+		// Each alternate takes two bytes at least: a bad count is caught
+		// before it sizes anything.
+		if k <= 0 || n == 0 || n > uint64(len(d.b)-k)/2 {
+			return false
+		}
+		d.b = d.b[k:]
+		r.Hreflang = make([]Alternate, n)
+		for i := range r.Hreflang {
+			r.Hreflang[i] = Alternate{Hreflang: d.string(), URL: d.string()}
+		}
+	}
+	if ext&extPageText != 0 {
+		r.Description, r.H1, r.Lang = d.string(), d.string(), d.string()
+	}
+	return !d.bad
 }
 
 func appendString(out []byte, s string) []byte {
@@ -383,12 +485,8 @@ func decodeResultBody(body []byte) (Result, error) {
 			r.Archived.URI = r.URL
 		}
 	}
-	if f&bodyKind != 0 {
-		kind := d.bytes(1)
-		if d.bad || kind[0] == byte(KindPage) {
-			return Result{}, errBadResult
-		}
-		r.Kind = ItemKind(kind[0])
+	if f&bodyExtension != 0 && !readExtension(&d, &r) {
+		return Result{}, errBadResult
 	}
 	if d.bad || len(d.b) != 0 {
 		return Result{}, errBadResult

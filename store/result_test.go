@@ -4,7 +4,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +54,13 @@ func drawResult(t *rapid.T) Result {
 		r.Archived = Capture{URI: rapid.StringN(1, -1, -1).Draw(t, "archived_uri"),
 			Date: time.Unix(0, rapid.Int64().Filter(nonZero).Draw(t, "archived_at"))}
 	}
+	if rapid.Bool().Draw(t, "page_facts") {
+		r.Robots = Directives(rapid.IntRange(0, int(allDirectives)).Draw(t, "robots"))
+		r.Canonical, r.Description, r.H1, r.Lang = str("canonical"), str("description"), str("h1"), str("lang")
+		for i := range rapid.IntRange(0, 3).Draw(t, "alternates") {
+			r.Hreflang = append(r.Hreflang, Alternate{Hreflang: str(fmt.Sprint("hreflang", i)), URL: str(fmt.Sprint("alternate", i))})
+		}
+	}
 	switch rapid.IntRange(0, 2).Draw(t, "sha_form") {
 	case 0: // the crawler's own form: 64 lowercase hex digits
 		r.SHA256 = rapid.StringMatching(`[0-9a-f]{64}`).Draw(t, "sha256")
@@ -87,7 +96,7 @@ func TestResultRecordRoundTrip(t *testing.T) {
 		}
 		got.FetchedAt, r.FetchedAt = time.Time{}, time.Time{}
 		got.Archived, r.Archived = Capture{}, Capture{}
-		if got != r {
+		if !reflect.DeepEqual(got, r) {
 			t.Fatalf("decoded\n%+v\nwant\n%+v", got, r)
 		}
 		head, err := ParseRecordHead(rec)
@@ -149,6 +158,9 @@ func FuzzDecodeResult(f *testing.F) {
 	f.Add([]byte(EncodeResult(Item{}, &r)))
 	r.Archived = Capture{URI: "http://c.test/", Date: time.Unix(1, 5)}
 	f.Add([]byte(EncodeResult(Item{}, &r)))
+	r.Kind, r.Robots, r.Canonical, r.H1 = KindRequisite, Noindex|Nofollow, "http://a.test/c", "Welcome"
+	r.Hreflang = []Alternate{{Hreflang: "de", URL: "http://a.test/de/"}}
+	f.Add([]byte(EncodeResult(Item{}, &r)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, got, err := DecodeResult(data)
 		if err != nil {
@@ -160,7 +172,7 @@ func FuzzDecodeResult(f *testing.F) {
 			t.Fatalf("re-encoded record: %v, fetched_at %v vs %v", err, again.FetchedAt, got.FetchedAt)
 		}
 		again.FetchedAt, got.FetchedAt = time.Time{}, time.Time{}
-		if again != got {
+		if !reflect.DeepEqual(again, got) {
 			t.Fatalf("re-encoded\n%+v\nwant\n%+v", again, got)
 		}
 	})
@@ -173,6 +185,11 @@ const (
 	oldPageRecord = "5053702064484a012c557cc353f46e033f00c8000911687474703a2f2f612e746573742f702f3106612e7465737490" +
 		"0309746578742f68746d6ce03080f3a7b0c1a5e2ec3118020d612e74657374207061676520310e9f86d081884c7d659a2feaa0c5" +
 		"5ad015a3bf4f1b2b0b822cd15d6c15b0f00a08020000"
+	// A requisite as the code before the page's own facts (robots,
+	// canonical...) wrote it: its Kind byte ends it.
+	oldRequisiteRecord = "506bfc58a1fc40f2e6b66f004ea213049a00c800a917687474703a2f2f612e746573742f7374796c652e63737306612e74" +
+		"657374900308746578742f637373d80c80e0f6c3beace2ec31040200009f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822c" +
+		"d15d6c15b0f00a0802000011687474703a2f2f612e746573742f702f31000002"
 	oldFailureRecord = "46e1df1af0b93a33860b3b38c78644e9e20194097065726d616e656e740212687474703a2f2f612e746573742f676f6e65" +
 		"17687474703a2f2f612e746573742f656c7365776865726506612e74657374a8060a746578742f706c61696e148080bcbfffa8e2ec31" +
 		"060000000c6e6f742d612d64696765737404097065726d616e656e740a73746174757320343034"
@@ -186,10 +203,14 @@ func TestDecodeResultsWrittenBefore(t *testing.T) {
 	gone := Result{URL: "http://a.test/gone", FinalURL: "http://a.test/elsewhere", Host: "a.test", Status: 404,
 		ContentType: "text/plain", Length: 10, Truncated: true, FetchedAt: time.Date(2026, 11, 30, 8, 16, 0, 0, time.UTC),
 		DurationMS: 3, SHA256: "not-a-digest", Attempts: 2, ErrorClass: "permanent", Error: "status 404"}
+	css := Result{URL: "http://a.test/style.css", FinalURL: "http://a.test/style.css", Host: "a.test", Status: 200,
+		ContentType: "text/css", Length: 812, FetchedAt: time.Date(2026, 11, 30, 8, 17, 0, 0, time.UTC),
+		DurationMS: 2, Depth: 1, Attempts: 1, Referrer: "http://a.test/p/1", Kind: KindRequisite,
+		SHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}
 	for _, tt := range []struct {
 		name, record string
 		want         Result
-	}{{"page", oldPageRecord, page}, {"failure", oldFailureRecord, gone}} {
+	}{{"page", oldPageRecord, page}, {"failure", oldFailureRecord, gone}, {"requisite", oldRequisiteRecord, css}} {
 		t.Run(tt.name, func(t *testing.T) {
 			rec, err := hex.DecodeString(tt.record)
 			if err != nil {
@@ -199,7 +220,7 @@ func TestDecodeResultsWrittenBefore(t *testing.T) {
 			if err != nil {
 				t.Fatalf("decode: %v", err)
 			}
-			if h != HashOf(tt.want.URL) || got != tt.want {
+			if h != HashOf(tt.want.URL) || !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("decoded %x\n%+v\nwant %x\n%+v", h, got, HashOf(tt.want.URL), tt.want)
 			}
 			// Without validators a result is written as it was before them.
@@ -227,5 +248,51 @@ func TestValidatorsRoundTrip(t *testing.T) {
 	js, _ = json.Marshal(ok200(it))
 	if strings.Contains(string(js), "etag") || strings.Contains(string(js), "last_modified") {
 		t.Errorf("JSON of a result without validators names them: %s", js)
+	}
+}
+
+// What a page says about itself is exported under its own names, and left
+// out when the page says nothing.
+func TestPageFactsJSON(t *testing.T) {
+	r := Result{URL: "http://a.test/", Robots: Noindex | Nofollow, Canonical: "http://a.test/home",
+		Hreflang: []Alternate{{Hreflang: "de", URL: "http://a.test/de/"}}, Description: "About a.", H1: "Welcome", Lang: "en"}
+	js, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"robots":["noindex","nofollow"]`, `"canonical":"http://a.test/home"`,
+		`"hreflang":[{"hreflang":"de","url":"http://a.test/de/"}]`, `"description":"About a."`, `"h1":"Welcome"`, `"lang":"en"`} {
+		if !strings.Contains(string(js), want) {
+			t.Errorf("JSON %s lacks %s", js, want)
+		}
+	}
+	var back Result
+	if err := json.Unmarshal(js, &back); err != nil || !reflect.DeepEqual(back, r) {
+		t.Errorf("JSON read back as %+v (%v), want %+v", back, err, r)
+	}
+	js, _ = json.Marshal(Result{URL: "http://a.test/"})
+	for _, name := range []string{"robots", "canonical", "hreflang", "description", `"h1"`, `"lang"`} {
+		if strings.Contains(string(js), name) {
+			t.Errorf("JSON of a result without page facts names %s: %s", name, js)
+		}
+	}
+}
+
+// The extension byte admits only what the encoder writes: an unknown bit,
+// an empty one or an empty robots byte is damage, not a result.
+func TestResultExtensionDamage(t *testing.T) {
+	r := Result{URL: "http://a.test/", FinalURL: "http://a.test/", Robots: Noarchive}
+	rec := EncodeResult(Item{}, &r)
+	if rec[len(rec)-2] != extRobots || rec[len(rec)-1] != byte(Noarchive) {
+		t.Fatalf("record ends %x, want the extension %x and robots %x", rec[len(rec)-2:], extRobots, Noarchive)
+	}
+	for name, tail := range map[string][]byte{
+		"unknown bit": {extRobots | 0x80, byte(Noarchive)}, "empty extension": {0},
+		"empty robots": {extRobots, 0}, "unknown directive": {extRobots, 0x40},
+	} {
+		bad := append(append([]byte(nil), rec[:len(rec)-2]...), tail...)
+		if _, _, err := DecodeResult(bad); !errors.Is(err, errBadResult) {
+			t.Errorf("%s: err %v, want errBadResult", name, err)
+		}
 	}
 }
