@@ -14,6 +14,7 @@ import (
 
 	"breakwater/control"
 	"breakwater/report"
+	"breakwater/store"
 )
 
 const reportUsage = `report [--db FILE | --store URL] [-o report.html] [--format html|json|csv] [--fail-on LIST]
@@ -53,7 +54,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var rep *report.Report
 	err = dbPath.withAPI(func(a control.API) error {
-		opt := report.Options{Source: dbPath.name(), Now: time.Now()}
+		opt := report.Options{Source: dbPath.name(), Now: time.Now(), Directives: pageDirectives}
 		// A crawl whose API reads the link graph lists every page linking
 		// to a broken URL; without it, the first page it was found on.
 		if g, ok := a.(report.Graph); ok {
@@ -161,4 +162,11 @@ func writeReportFile(dest string, stdout io.Writer, rep *report.Report, render f
 		return fmt.Errorf("write %s: %w", dest, err)
 	}
 	return nil
+}
+
+// pageDirectives is what a result says the page asked of search engines:
+// the robots directives of its meta tags and X-Robots-Tag, and its
+// canonical URL.
+func pageDirectives(r *store.Result) report.Directives {
+	return report.Directives{Robots: r.Robots.Names(), Canonical: r.Canonical}
 }
