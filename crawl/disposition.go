@@ -215,9 +215,9 @@ func (e *Engine) settle(x *exchange, d disposition) {
 func (e *Engine) countResult(it store.Item, r *store.Result) {
 	switch {
 	case r.ErrorClass == classRobots || r.ErrorClass == classOutOfScope || r.ErrorClass == classHostPageCap ||
-		e.missingSitemap(it, r):
+		r.ErrorClass == classTrap || e.missingSitemap(it, r):
 		// Not fetched by the crawl's own choice (robots.txt, the scope, the
-		// host's page cap), or a sitemap the host does not have
+		// host's page cap, a trap rule), or a sitemap the host does not have
 		// (sitemaps.go): neither a page nor a failure.
 		e.skipped.Add(1)
 		if it.Depth == 0 && r.ErrorClass == classRobots && it.Kind != store.KindSitemap {

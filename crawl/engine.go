@@ -79,8 +79,8 @@ type Summary struct {
 	Counts    store.Counts // the whole crawl's, at the end
 	// Fetched and Failed are this run's: results stored as pages (a 304
 	// refresh too) and as failures (a host given up on included); URLs
-	// robots.txt, a narrowed scope or a host's page cap kept out are
-	// neither.
+	// robots.txt, a narrowed scope, a host's page cap or a trap rule kept
+	// out are neither.
 	Fetched, Failed int64
 	// SeedsFetched and SeedsFailed count this run's seeds (and the pages
 	// they redirect to) fetched with a 2xx, and failed; both zero for a run

@@ -77,7 +77,7 @@ func TestFlagTableEntries(t *testing.T) {
 		}
 	}
 	// A few defaults as crawl --help has always shown them.
-	for name, want := range map[string]string{"workers": "32", "delay": "1s", "scope": "seeds", "max-depth": "-1",
+	for name, want := range map[string]string{"workers": "32", "delay": "1s", "scope": "seeds", "max-depth": "20",
 		"breaker": "true", "retry-budget": "0.2", "fleet-lease": "10s", "db": "breakwater.db", "exclude": "", "log-level": "info"} {
 		if f, _ := LookupFlag(name); f.Default() != want {
 			t.Errorf("--%s default %q, want %q", name, f.Default(), want)

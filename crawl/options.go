@@ -57,9 +57,13 @@ type Options struct {
 	// Scope says which discovered links are followed: ScopeSeeds (the
 	// default), ScopeDomain or ScopeAny.
 	Scope string
-	// MaxDepth is the number of link hops from a seed to follow: -1 (the
-	// default) means unlimited, 0 seeds only.
+	// MaxDepth is the number of link hops from a seed to follow: -1 means
+	// unlimited, 0 seeds only. Default DefaultMaxDepth.
 	MaxDepth int
+	// Traps are the rules that hold back the URLs of crawler traps, each
+	// recorded as failed, class trap (see traps.go). Defaults
+	// DefaultTrapRules.
+	Traps TrapRules
 	// PageRequisites fetches what each page needs to be shown (images,
 	// stylesheets and what they import, scripts, fonts, frames) whatever
 	// the scope, ahead of new pages on their host (see requisites.go).
@@ -226,6 +230,15 @@ const Version = "0.1.0"
 // timeout before the probe gate lets another through.
 const ProbeSlack = 15 * time.Second
 
+// DefaultMaxDepth is --max-depth's default: deep enough for real sites,
+// whose pages are a few hops from their home page (the demo site's hosts of
+// thousands of pages are at most 10 deep), yet an end for traps no rule
+// sees, as Heritrix's 20 hops are.
+const DefaultMaxDepth = 20
+
+// DefaultTrapRules are the trap rules' defaults.
+var DefaultTrapRules = TrapRules{Repeats: 3, Segments: 30, QueryParams: 8, FutureYears: 1}
+
 // DefaultOptions returns the documented defaults.
 func DefaultOptions() Options {
 	return Options{
@@ -233,7 +246,8 @@ func DefaultOptions() Options {
 		HostConcurrency: 1,
 		Delay:           time.Second,
 		Scope:           ScopeSeeds,
-		MaxDepth:        -1,
+		MaxDepth:        DefaultMaxDepth,
+		Traps:           DefaultTrapRules,
 		PageRequisites:  true,
 		RequisiteHops:   3,
 		RobotsMeta:      true,
@@ -298,6 +312,10 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--delay must not be negative, got %s", o.Delay)
 	case o.Scope != ScopeSeeds && o.Scope != ScopeDomain && o.Scope != ScopeAny:
 		return fmt.Errorf("--scope must be seeds, domain or any, got %q", o.Scope)
+	case o.MaxDepth < -1:
+		return fmt.Errorf("--max-depth must be -1 (unlimited) or more, got %d", o.MaxDepth)
+	case o.Traps.Validate() != nil:
+		return o.Traps.Validate()
 	case o.MaxPages < 0:
 		return fmt.Errorf("--max-pages must not be negative, got %d", o.MaxPages)
 	case o.RequisiteHops < 1 || o.RequisiteHops > maxRequisiteHops:

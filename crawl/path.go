@@ -94,7 +94,8 @@ func (e *Engine) unreservePage(it store.Item) {
 	e.started.Store(int64(len(e.pages)))
 }
 
-// authorise checks the crawl's scope and robots.txt. Scope was checked when
+// authorise checks the crawl's scope, its trap rules (traps.go) and
+// robots.txt. Scope was checked when
 // the URL was queued, but a later run may have narrowed it (the crawl's
 // settings are stored, and a flag changes them): a queued URL now outside
 // is recorded out-of-scope, never fetched and never silently dropped.
@@ -109,6 +110,9 @@ func (e *Engine) authorise(x *exchange) (disposition, bool) {
 			Error: "outside the crawl's scope, narrowed since the URL was queued"}), true
 	}
 	now := e.opts.Now()
+	if rule, trapped := e.trapped(it, now); trapped {
+		return failed(&store.Result{ErrorClass: classTrap, Error: rule}), true
+	}
 	rules, fetchRules := e.robotsFor(x.lease.Item.Host, x.host, now)
 	switch {
 	case fetchRules:

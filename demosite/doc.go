@@ -27,9 +27,11 @@
 // revision (new text, new validators), so a test can change a site between
 // two crawls.
 //
-// Two single-purpose sites stand beside it. StartTraps serves the traps of
+// Single-purpose sites stand beside it. StartTraps serves the traps of
 // hostile servers (endless calendars, redirect loops, garbage, huge
-// attributes). StartRequisites serves two pages made of every kind of page
+// attributes). StartCalendar serves a small site whose events calendar,
+// /calendar/YYYY/MM, links each month to the next and the one before, for
+// ever: what a crawl at default settings must end on. StartRequisites serves two pages made of every kind of page
 // requisite (a chunked stylesheet importing another with a font and
 // background images, a gzip-encoded script, srcset and picture images, a
 // poster, style url()s, frames, a favicon) and an out-of-scope second

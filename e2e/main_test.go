@@ -200,7 +200,7 @@ func TestCrawlHelpListsEveryFlagWithDefault(t *testing.T) {
 		"delay":             "(default 1s)",
 		"scope":             `(default "seeds")`,
 		"host-concurrency":  "(default 1)",
-		"max-depth":         "(default -1)",
+		"max-depth":         "(default 20)",
 		"timeout":           "(default 30s)",
 		"breaker":           "(default true)",
 		"breaker-threshold": "(default 8)",
