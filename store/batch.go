@@ -40,7 +40,7 @@ type opAux struct {
 	seqs   []uint64
 	hosts  []string // QueueRefreshes; nil: every host with a lane
 	links  []Outlink
-	err    error    // the record could not be encoded: the commit fails
+	err    error // the record could not be encoded: the commit fails
 }
 
 // Len is the number of operations in the batch.
