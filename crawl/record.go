@@ -67,7 +67,11 @@ func (e *Engine) record(x *exchange, v Verdict) disposition {
 	case x.prior != nil && (r.Status == http.StatusNotFound || r.Status == http.StatusGone):
 		r.ErrorClass = gone // a refreshed page that is no more
 	}
-	return failed(r)
+	d := failed(r)
+	if x.prior != nil {
+		d.links = e.graphLinks(x) // a refreshed page that failed links to nothing now
+	}
+	return d
 }
 
 // reportOutcome feeds the breaker the class, never the raw status, and
@@ -111,7 +115,9 @@ func (e *Engine) succeeded(x *exchange, now time.Time) disposition {
 		r.Title, r.Outlinks = x.title, len(x.links)
 		found = e.discoverFrom(it, x.links) // requisites.go
 	}
-	return completed(r, found)
+	d := completed(r, found)
+	d.links = e.graphLinks(x) // links.go
+	return d
 }
 
 // redirect queues a redirect's target like a discovered link (so scope,
