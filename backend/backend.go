@@ -45,6 +45,8 @@ type Backend interface {
 	Seen(h store.Hash) bool
 	RunningAt() (time.Time, error)
 	ScanResults(failedOnly bool, fn func(r *store.Result) error) error
+	// ForEachEdge and Inlinks need Capabilities.LinkGraph.
+	control.LinkReader
 	Replaced(it store.Item) (*store.Result, error)
 	Commit(b *store.Batch) (*store.Committed, error)
 	HostPages(host string) (n int64, stored bool, err error)

@@ -14,7 +14,7 @@ import (
 
 // fileCapabilities: one process crawls a file and keeps everything in it.
 var fileCapabilities = store.Capabilities{Name: "--db", Refresh: true, RetryFailed: true, HostPageCap: true,
-	SoleWriter: true}
+	SoleWriter: true, LinkGraph: true}
 
 // file is a crawl's database file.
 type file struct {

@@ -14,7 +14,7 @@ import (
 
 // fleetCapabilities: every process of a fleet crawls the store at once and
 // shares the hosts' breakers through it; it keeps no refresh lanes, no
-// per-host page counts and no way to queue failures again yet.
+// per-host page counts, no link graph and no way to queue failures again yet.
 var fleetCapabilities = store.Capabilities{Name: "--store redis://", SharedBreakers: true}
 
 // fleet is a fleet's store on Redis.
@@ -67,6 +67,16 @@ func (f *fleet) RequeueFailed() (int, error) {
 
 func (f *fleet) StageRefreshes(uint64, time.Time, int) (store.RefreshScan, error) {
 	return store.RefreshScan{}, store.Unsupported(f.Path(), "refreshes")
+}
+
+// ForEachEdge and Inlinks are refused: the fleet's store keeps no link
+// graph (no LinkGraph capability), so its crawls store none.
+func (f *fleet) ForEachEdge(func(store.Edge) error) error {
+	return store.Unsupported(f.Path(), "the link graph")
+}
+
+func (f *fleet) Inlinks(store.Hash, func(store.Edge) error) error {
+	return store.Unsupported(f.Path(), "the link graph")
 }
 
 func (f *fleet) HoldsCrawl() bool { return f.holdsCrawl }

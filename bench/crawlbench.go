@@ -38,6 +38,9 @@ type CrawlResult struct {
 	// Requisites is a site of the same size with requisites, crawled with
 	// and without --page-requisites.
 	Requisites *RequisitesRun `json:"requisites,omitempty"`
+	// Graph is what the link graph took in this crawl's file, and the
+	// same crawl again without it.
+	Graph *GraphRun `json:"graph,omitempty"`
 }
 
 // ceilingAndCrawl runs both sections on one site, the ceiling first: the
@@ -63,7 +66,11 @@ func (r *runner) ceilingAndCrawl(ctx context.Context) error {
 	}
 	cfg.logf("crawl: %s from its roots", cfg.Site)
 	mark := markLogs(site)
-	run, err := r.runEngine(ctx, "crawl", r.crawlOptions(site), nil)
+	var graph storage.GraphSize
+	run, err := r.runEngine(ctx, "crawl", r.crawlOptions(site), func(db *storage.DB) (err error) {
+		graph, err = db.GraphSize()
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -76,6 +83,10 @@ func (r *runner) ceilingAndCrawl(ctx context.Context) error {
 	r.report.Crawl = res
 	cfg.logf("crawl: %s again with --listen, scraped every second", cfg.Site)
 	if res.Listen, err = r.listenCrawl(ctx, site, res); err != nil {
+		return err
+	}
+	cfg.logf("crawl: %s again without the link graph", cfg.Site)
+	if res.Graph, err = r.graphCrawl(ctx, site, res, graph); err != nil {
 		return err
 	}
 	cfg.logf("crawl: %s with a stylesheet and two images a page, with and without --page-requisites", cfg.Site)
@@ -270,6 +281,13 @@ type engineRun struct {
 // runEngine crawls into a fresh file named after the run; inspect (if set)
 // reads the file after the crawl, before it is closed.
 func (r *runner) runEngine(ctx context.Context, name string, opts crawl.Options, inspect func(*storage.DB) error) (engineRun, error) {
+	return r.runEngineOn(ctx, name, opts, inspect, nil)
+}
+
+// runEngineOn is runEngine with the file's backend given to wrap, if set,
+// before the crawl gets it (to take a capability away).
+func (r *runner) runEngineOn(ctx context.Context, name string, opts crawl.Options, inspect func(*storage.DB) error,
+	wrap func(backend.Backend) backend.Backend) (engineRun, error) {
 	path := filepath.Join(r.dir, name+".db")
 	start := r.cfg.now()
 	db, err := storage.Open(path, nil)
@@ -280,7 +298,11 @@ func (r *runner) runEngine(ctx context.Context, name string, opts crawl.Options,
 	// The label lets one profile of several runs be split by run:
 	// go tool pprof -tagfocus run=crawl-warc.
 	pprof.Do(ctx, pprof.Labels("run", name), func(ctx context.Context) {
-		sum, err = crawlDB(ctx, opts, db)
+		var b backend.Backend = backend.File(db)
+		if wrap != nil {
+			b = wrap(b)
+		}
+		sum, err = crawlOn(ctx, opts, b)
 	})
 	run := engineRun{sum: sum, wall: r.cfg.since(start)}
 	if err == nil && inspect != nil {
@@ -297,7 +319,11 @@ func (r *runner) runEngine(ctx context.Context, name string, opts crawl.Options,
 }
 
 func crawlDB(ctx context.Context, opts crawl.Options, db *storage.DB) (crawl.Summary, error) {
-	e, err := crawl.New(opts, backend.File(db))
+	return crawlOn(ctx, opts, backend.File(db))
+}
+
+func crawlOn(ctx context.Context, opts crawl.Options, b backend.Backend) (crawl.Summary, error) {
+	e, err := crawl.New(opts, b)
 	if err != nil {
 		return crawl.Summary{}, err
 	}

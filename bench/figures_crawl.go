@@ -82,6 +82,9 @@ func (r *Report) crawlSection() *Section {
 			num(g+"scrapes answered", Count, l.Scrapes, "GET /metrics answered 200 while the crawl ran"),
 		)
 	}
+	if g := c.Graph; g != nil {
+		figs = append(figs, graphFigures(g)...)
+	}
 	if q := c.Requisites; q != nil {
 		figs = append(figs, requisiteFigures(q)...)
 	}
@@ -91,6 +94,7 @@ func (r *Report) crawlSection() *Section {
 	return &Section{Name: SectionCrawl,
 		Method: "crawl.New + Run in this process from every host's root into a fresh file, the ceiling's site; " +
 			"requests are counted from the site's own logs. Then the same crawl with metrics served (--listen), " +
+			"the same crawl into a file that keeps no link graph (the graph's cost; its size is the first crawl's file's), " +
 			"then a site of the same size whose pages have a stylesheet and two images, with and without --page-requisites, " +
 			"and with --warc into an empty directory (the archive then read back with warc.Check, not timed).",
 		Settings: []Setting{set("site", c.Site), set("workers", r.Workers), set("host concurrency", r.HostConcurrency),

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"breakwater/control"
@@ -31,8 +32,25 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		"the --failed ones with --failed; a text cell starting with = + - @ ' a tab or a carriage return gets a leading ' so that "+
 		"a spreadsheet shows it rather than runs it as a formula)")
 	failedOnly := fs.Bool("failed", false, "export only failed URLs (csv columns: url, error_class, status, error, attempts, referrer, depth, fetched_at, kind)")
+	links := fs.Bool("links", false, "export the link graph instead: one link a line, every link of every page fetched, "+
+		"with the status of the page holding it and of its target (csv columns: "+strings.Join(LinkColumns, ", ")+")")
+	inlinks := fs.String("inlinks", "", "export the links to this `URL` instead, every page linking to it with its anchor text "+
+		"(the columns of --links)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *links || *inlinks != "" {
+		if *failedOnly || *links && *inlinks != "" {
+			return usagef("--links, --inlinks and --failed are three different exports: give one")
+		}
+		if *format != "jsonl" && *format != "csv" {
+			return usagef("--format %q: want jsonl or csv", *format)
+		}
+		err := dbPath.withAPI(func(a control.API) error { return exportLinks(a, *format, *inlinks, stdout) })
+		if err != nil {
+			return fmt.Errorf("export %s: %w", dbPath.name(), err)
+		}
+		return nil
 	}
 	var write func(*store.Result) error
 	w := bufio.NewWriterSize(stdout, 64<<10)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"breakwater/frontier"
 	"breakwater/store"
 )
 
@@ -39,6 +40,13 @@ type API interface {
 	// only the failures, each URL once; fn's error stops it. A running
 	// crawl streams them, so an export never waits for the crawl to end.
 	Results(failedOnly bool, fn func(*store.Result) error) error
+	// Edges calls fn with every link of the link graph, page by page; a
+	// running crawl streams them as it writes. A store without the graph
+	// (store.Capabilities.LinkGraph) refuses with store.ErrUnsupported.
+	Edges(fn func(store.Edge) error) error
+	// Inlinks calls fn with every link to url (any spelling of it with
+	// the same canonical form), as Edges gives them.
+	Inlinks(url string, fn func(store.Edge) error) error
 }
 
 // Args are the arguments of a command on the wire; each command reads the
@@ -49,6 +57,7 @@ type Args struct {
 	Reason string    `json:"reason,omitempty"`
 	Since  time.Time `json:"since,omitzero"`
 	Failed bool      `json:"failed,omitempty"`
+	URL    string    `json:"url,omitempty"`
 }
 
 // Status is what `breakwater status` shows.
@@ -130,4 +139,44 @@ type ResultScanner interface {
 // ForEachResult is Results over a store.
 func ForEachResult(db ResultScanner, failedOnly bool, fn func(*store.Result) error) error {
 	return db.ScanResults(failedOnly, fn)
+}
+
+// LinkReader reads a crawl's link graph (store.Capabilities.LinkGraph).
+// Both scan the whole graph in short read transactions; Inlinks decodes
+// only the links to target.
+type LinkReader interface {
+	ForEachEdge(fn func(store.Edge) error) error
+	Inlinks(target store.Hash, fn func(store.Edge) error) error
+}
+
+// InlinksOf is Inlinks over a store: url is named by the hash of its
+// canonical form, as the crawl named the links it stored.
+func InlinksOf(db LinkReader, url string, fn func(store.Edge) error) error {
+	canonical, err := frontier.Canonicalize(url)
+	if err != nil {
+		return fmt.Errorf("inlinks of %q: not a URL the crawl could have found: %w", url, err)
+	}
+	return db.Inlinks(store.HashOf(canonical), fn)
+}
+
+// wireEdge is an edge on the socket: kind and rel as numbers, which
+// store.Edge's JSON (names, for exports) does not read back.
+type wireEdge struct {
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Kind    uint8  `json:"kind"`
+	Rel     uint8  `json:"rel,omitempty"`
+	Text    string `json:"text,omitempty"`
+	Element string `json:"element,omitempty"`
+	Attr    string `json:"attr,omitempty"`
+}
+
+func toWire(e store.Edge) wireEdge {
+	return wireEdge{From: e.From, To: e.To, Kind: uint8(e.Kind), Rel: uint8(e.Rel), Text: e.Text,
+		Element: e.Element, Attr: e.Attr}
+}
+
+func (w wireEdge) edge() store.Edge {
+	return store.Edge{From: w.From, To: w.To, Kind: store.LinkKind(w.Kind), Rel: store.LinkRel(w.Rel), Text: w.Text,
+		Element: w.Element, Attr: w.Attr}
 }

@@ -73,6 +73,26 @@ func (c *Client) Results(failedOnly bool, fn func(*store.Result) error) error {
 	})
 }
 
+// Edges asks the crawl for its link graph, streamed one link a line.
+func (c *Client) Edges(fn func(store.Edge) error) error {
+	return stream(c.path, cmdEdges, Args{}, edgeLines(fn))
+}
+
+// Inlinks asks the crawl for the links to url, streamed one a line.
+func (c *Client) Inlinks(url string, fn func(store.Edge) error) error {
+	return stream(c.path, cmdInlinks, Args{URL: url}, edgeLines(fn))
+}
+
+func edgeLines(fn func(store.Edge) error) func(json.RawMessage) error {
+	return func(line json.RawMessage) error {
+		var w wireEdge
+		if err := json.Unmarshal(line, &w); err != nil {
+			return fmt.Errorf("control edges: decode a link: %w", err)
+		}
+		return fn(w.edge())
+	}
+}
+
 // ClosableFile is a File that Open closes when done with it.
 type ClosableFile interface {
 	File

@@ -23,6 +23,12 @@ var (
 	cmdResults = registerStream("results", func(api API, a Args, emit func(any) error) error {
 		return api.Results(a.Failed, func(r *store.Result) error { return emit(r) })
 	})
+	cmdEdges = registerStream("edges", func(api API, _ Args, emit func(any) error) error {
+		return api.Edges(func(e store.Edge) error { return emit(toWire(e)) })
+	})
+	cmdInlinks = registerStream("inlinks", func(api API, a Args, emit func(any) error) error {
+		return api.Inlinks(a.URL, func(e store.Edge) error { return emit(toWire(e)) })
+	})
 )
 
 // command names an entry of the table for Client. R is what the entry

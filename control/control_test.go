@@ -36,6 +36,8 @@ type fakeAPI struct {
 	UnpauseFn     func(host string) error
 	ResolveCaseFn func(host string) error
 	ResultsFn     func(failedOnly bool, fn func(*store.Result) error) error
+	EdgesFn       func(fn func(store.Edge) error) error
+	InlinksFn     func(url string, fn func(store.Edge) error) error
 }
 
 var _ API = (*fakeAPI)(nil)
@@ -96,6 +98,20 @@ func (f *fakeAPI) Results(failedOnly bool, fn func(*store.Result) error) error {
 		return errNotFaked
 	}
 	return f.ResultsFn(failedOnly, fn)
+}
+
+func (f *fakeAPI) Edges(fn func(store.Edge) error) error {
+	if f.EdgesFn == nil {
+		return errNotFaked
+	}
+	return f.EdgesFn(fn)
+}
+
+func (f *fakeAPI) Inlinks(url string, fn func(store.Edge) error) error {
+	if f.InlinksFn == nil {
+		return errNotFaked
+	}
+	return f.InlinksFn(url, fn)
 }
 
 // serve starts Serve with api on a fresh socket in t.TempDir(); the test's
@@ -223,7 +239,7 @@ func TestEveryCommandRoundTrips(t *testing.T) {
 		}
 	}
 	for name := range streams {
-		if name != "results" {
+		if name != "results" && name != "edges" && name != "inlinks" { // TestResultsStream, TestEdgesStream
 			t.Errorf("streaming command %q has no test", name)
 		}
 	}
@@ -286,6 +302,48 @@ func TestResultsStream(t *testing.T) {
 	stop := errors.New("reader gave up")
 	if err := client.Results(true, func(*store.Result) error { return stop }); !errors.Is(err, stop) {
 		t.Errorf("a reader's error = %v, want it back", err)
+	}
+}
+
+// Edges and Inlinks stream links over the socket with every field, kind
+// and rel included (their export names do not read back).
+func TestEdgesStream(t *testing.T) {
+	edges := []store.Edge{
+		{From: "http://a.example/", To: "http://a.example/logo.png", Kind: store.LinkRequisite, Element: "img", Attr: "src"},
+		{From: "http://a.example/", To: "http://b.example/", Kind: store.LinkNavigation, Rel: store.RelNofollow | store.RelSponsored,
+			Text: "a \"friend\",\nsponsored", Element: "a", Attr: "href"},
+		{From: "http://a.example/f", To: "http://a.example/", Kind: store.LinkFrame},
+	}
+	var askedURL string
+	api := &fakeAPI{
+		EdgesFn: func(fn func(store.Edge) error) error {
+			for _, e := range edges {
+				if err := fn(e); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		InlinksFn: func(url string, fn func(store.Edge) error) error {
+			askedURL = url
+			return fn(edges[2])
+		},
+	}
+	path, _ := serve(t, api)
+	client := NewClient(path)
+	var got []store.Edge
+	if err := client.Edges(func(e store.Edge) error { got = append(got, e); return nil }); err != nil {
+		t.Fatalf("Edges: %v", err)
+	}
+	if !slices.Equal(got, edges) {
+		t.Fatalf("Edges over the socket:\n got %+v\nwant %+v", got, edges)
+	}
+	got = nil
+	if err := client.Inlinks("http://a.example/", func(e store.Edge) error { got = append(got, e); return nil }); err != nil {
+		t.Fatalf("Inlinks: %v", err)
+	}
+	if askedURL != "http://a.example/" || !slices.Equal(got, edges[2:]) {
+		t.Fatalf("Inlinks of %q over the socket: %+v", askedURL, got)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 type File interface {
 	Reader
 	ResultScanner
+	LinkReader
 	Breaker(host string) (breaker.Breaker, error)
 	Commit(b *store.Batch) (*store.Committed, error)
 }
@@ -62,6 +63,14 @@ func (o *Offline) Cases() ([]store.Case, error) { return ReadCases(o.db) }
 // Results reads the results from the file.
 func (o *Offline) Results(failedOnly bool, fn func(*store.Result) error) error {
 	return ForEachResult(o.db, failedOnly, fn)
+}
+
+// Edges reads the link graph from the file.
+func (o *Offline) Edges(fn func(store.Edge) error) error { return o.db.ForEachEdge(fn) }
+
+// Inlinks reads the links to url from the file.
+func (o *Offline) Inlinks(url string, fn func(store.Edge) error) error {
+	return InlinksOf(o.db, url, fn)
 }
 
 // Pause holds host open in the file; see API.

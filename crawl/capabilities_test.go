@@ -69,6 +69,16 @@ type loggedQueue struct {
 	log *opLog
 }
 
+// CompleteWith logs the operations also adds to the completing batch.
+func (q loggedQueue) CompleteWith(l *frontier.Lease, r *store.Result, found []store.Item, attach any, also ...func(*store.Batch)) error {
+	for _, add := range also {
+		var b store.Batch
+		add(&b)
+		_ = b.Each(func(op store.Op) error { q.log.add(op.Kind); return nil })
+	}
+	return q.Queue.CompleteWith(l, r, found, attach, also...)
+}
+
 // Submit logs the operations fn adds, not those already in the batch
 // (another submit's, or the frontier's own).
 func (q loggedQueue) Submit(fn func(*store.Batch)) error {
@@ -90,7 +100,7 @@ func (q loggedQueue) Submit(fn func(*store.Batch)) error {
 // refresh lanes (a fleet's) does not apply: the engine must not build
 // them for it.
 var unsharedOps = []store.OpKind{store.OpPutBreaker, store.OpDeleteBreaker, store.OpAppendTransition,
-	store.OpPromote, store.OpQueueRefreshes}
+	store.OpPromote, store.OpQueueRefreshes, store.OpPutLinks}
 
 // A crawl on a store whose breakers are shared and which keeps no refresh
 // lanes submits no breaker, transition, promotion or refresh operation,
@@ -202,7 +212,7 @@ func checkSubmitted(t *testing.T, got map[store.OpKind]int, shared bool, hostDow
 	if hostDown == 0 {
 		t.Fatal("no host was given up on: no breaker opened, so there were no breaker writes to leave out")
 	}
-	fileSends := []store.OpKind{store.OpPutBreaker, store.OpAppendTransition, store.OpQueueRefreshes}
+	fileSends := []store.OpKind{store.OpPutBreaker, store.OpAppendTransition, store.OpQueueRefreshes, store.OpPutLinks}
 	for _, k := range unsharedOps {
 		switch {
 		case shared && got[k] > 0:

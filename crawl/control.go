@@ -53,6 +53,23 @@ func (c engineControl) Results(failedOnly bool, fn func(*store.Result) error) er
 	return c.e.db.ScanResults(failedOnly, fn)
 }
 
+// Edges reads the link graph in short read transactions while the crawl
+// writes it.
+func (c engineControl) Edges(fn func(store.Edge) error) error {
+	if !c.e.caps.LinkGraph {
+		return store.Unsupported(c.e.caps.Name, "the link graph")
+	}
+	return c.e.db.ForEachEdge(fn)
+}
+
+// Inlinks reads the links to url as Edges does.
+func (c engineControl) Inlinks(url string, fn func(store.Edge) error) error {
+	if !c.e.caps.LinkGraph {
+		return store.Unsupported(c.e.caps.Name, "the link graph")
+	}
+	return control.InlinksOf(c.e.db, url, fn)
+}
+
 func (c engineControl) Pause(host, reason string) error {
 	ch, err := control.PauseChange(host, reason)
 	if err != nil {

@@ -105,6 +105,9 @@ type disposition struct {
 	// records are the answer's, for the commit that stores result
 	// (complete, with --warc; see archived).
 	records *warc.Entry
+	// links are the page's, for the commit that stores result (complete;
+	// see graphLinks).
+	links *pageLinks
 	// hostWait, if set, also parks the host until then (a 503's Retry-After).
 	hostWait time.Time
 }
@@ -199,7 +202,7 @@ func (e *Engine) settle(x *exchange, d disposition) {
 			records = d.records
 			noteArchived(r, x, d.records)
 		}
-		err = e.front.CompleteWith(l, r, d.found, records)
+		err = e.front.CompleteWith(l, r, d.found, records, d.links.put(l.Item)...)
 	case giveUpHost:
 		e.front.Release(l)
 		e.giveUp(l.Item.Host, now)

@@ -67,7 +67,11 @@ func (e *Engine) record(x *exchange, v Verdict) disposition {
 	case x.prior != nil && (r.Status == http.StatusNotFound || r.Status == http.StatusGone):
 		r.ErrorClass = gone // a refreshed page that is no more
 	}
-	return failed(r)
+	d := failed(r)
+	if x.prior != nil {
+		d.links = e.graphLinks(x) // a refreshed page that failed links to nothing now
+	}
+	return d
 }
 
 // reportOutcome feeds the breaker the class, never the raw status, and
@@ -112,7 +116,9 @@ func (e *Engine) succeeded(x *exchange, now time.Time) disposition {
 		e.recordPageFacts(x, r)                                       // directives.go
 		found = e.discoverFrom(it, x.links, e.followsLinks(r.Robots)) // requisites.go
 	}
-	return completed(r, found)
+	d := completed(r, found)
+	d.links = e.graphLinks(x) // links.go
+	return d
 }
 
 // redirect queues a redirect's target like a discovered link (so scope,

@@ -29,6 +29,8 @@ type Store interface {
 	Seen(h store.Hash) bool
 	RunningAt() (time.Time, error)
 	ScanResults(failedOnly bool, fn func(r *store.Result) error) error
+	// ForEachEdge and Inlinks need Capabilities.LinkGraph.
+	control.LinkReader
 	// Replaced is the stored result a queued item replaces (its
 	// Item.Replaces); store.ErrNotFound when the store has none.
 	Replaced(it store.Item) (*store.Result, error)

@@ -41,8 +41,9 @@ func (f *Frontier) Complete(l *Lease, r *store.Result, discovered []store.Item) 
 }
 
 // CompleteWith is Complete with attach, if not nil, carried by the commit
-// that stores the result (see store.Batch.Attach and Options.Archive).
-func (f *Frontier) CompleteWith(l *Lease, r *store.Result, discovered []store.Item, attach any) error {
+// that stores the result (see store.Batch.Attach and Options.Archive), and
+// the operations also adds (the page's links) in that commit's batch.
+func (f *Frontier) CompleteWith(l *Lease, r *store.Result, discovered []store.Item, attach any, also ...func(*store.Batch)) error {
 	it := l.Item
 	rec := store.EncodeResult(it, r)
 	entries := encodeQueued(discovered)
@@ -56,6 +57,9 @@ func (f *Frontier) CompleteWith(l *Lease, r *store.Result, discovered []store.It
 		b.CompleteRecord(it, rec)
 		for i, d := range discovered {
 			b.AddEncoded(d, entries[i])
+		}
+		for _, add := range also {
+			add(b)
 		}
 	})
 	if err != nil {

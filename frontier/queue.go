@@ -24,8 +24,9 @@ type Queue interface {
 	// offered again before next.
 	Started(l *Lease, next time.Time)
 	// CompleteWith ends a lease with its result, the URLs it found and
-	// what the archive is to write with it (see Options.Archive).
-	CompleteWith(l *Lease, r *store.Result, discovered []store.Item, attach any) error
+	// what the archive is to write with it (see Options.Archive); also
+	// add more operations to the same batch (the page's links).
+	CompleteWith(l *Lease, r *store.Result, discovered []store.Item, attach any, also ...func(*store.Batch)) error
 	// Defer ends a lease with its URL due again at due.
 	Defer(l *Lease, it store.Item, due time.Time) error
 	// Park keeps host's URLs from being leased until until; Unpark ends it.

@@ -83,6 +83,17 @@ func (a *API) Results(failedOnly bool, fn func(*store.Result) error) error {
 	return a.s.ScanResults(failedOnly, fn)
 }
 
+// Edges is refused: a fleet's store keeps no link graph
+// (store.Capabilities.LinkGraph).
+func (a *API) Edges(func(store.Edge) error) error {
+	return store.Unsupported(a.s.display, "the link graph")
+}
+
+// Inlinks is refused, as Edges is.
+func (a *API) Inlinks(string, func(store.Edge) error) error {
+	return store.Unsupported(a.s.display, "the link graph")
+}
+
 // Pause holds host open fleet-wide.
 func (a *API) Pause(host, reason string) error {
 	ch, err := control.PauseChange(host, reason) // validates the host and the reason

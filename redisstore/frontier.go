@@ -361,8 +361,9 @@ func (f *Frontier) Started(l *frontier.Lease, next time.Time) {
 }
 
 // CompleteWith ends a lease with its result and the URLs it found; attach,
-// if not nil, goes to the archive with the write that stores the result.
-func (f *Frontier) CompleteWith(l *frontier.Lease, r *store.Result, found []store.Item, attach any) error {
+// if not nil, goes to the archive with the write that stores the result,
+// and also adds its operations to that write.
+func (f *Frontier) CompleteWith(l *frontier.Lease, r *store.Result, found []store.Item, attach any, also ...func(*store.Batch)) error {
 	var b store.Batch
 	if attach != nil {
 		b.Attach(attach)
@@ -370,6 +371,9 @@ func (f *Frontier) CompleteWith(l *frontier.Lease, r *store.Result, found []stor
 	b.CompleteRecord(l.Item, store.EncodeResult(l.Item, r))
 	for _, it := range found {
 		b.AddEncoded(it, store.EncodeQueued(it))
+	}
+	for _, add := range also {
+		add(&b)
 	}
 	err := f.push(job{batch: &b, host: l.Item.Host, hash: l.Item.Hash, settles: true})
 	f.mu.Lock()

@@ -46,12 +46,16 @@ var opsByKind = map[store.OpKind]func(b *store.Batch, now time.Time){
 	},
 	store.OpPutHostPages:   func(b *store.Batch, _ time.Time) { b.PutHostPages("a.test", 3) },
 	store.OpQueueRefreshes: func(b *store.Batch, _ time.Time) { b.QueueRefreshes(nil) },
+	store.OpPutLinks: func(b *store.Batch, _ time.Time) {
+		b.PutLinks(ftItem("a.test", "/"), []store.Outlink{{Edge: store.Edge{To: "http://a.test/x"}}}, nil)
+	},
 }
 
 // unsupported are the operations the fleet's store keeps by other means
 // or not at all.
 var unsupported = map[store.OpKind]bool{store.OpPromote: true, store.OpFailHost: true, store.OpPutBreaker: true,
-	store.OpDeleteBreaker: true, store.OpAppendTransition: true, store.OpPutHostPages: true, store.OpQueueRefreshes: true}
+	store.OpDeleteBreaker: true, store.OpAppendTransition: true, store.OpPutHostPages: true, store.OpQueueRefreshes: true,
+	store.OpPutLinks: true}
 
 // allKinds are every operation kind the store package names.
 func allKinds() []store.OpKind {

@@ -148,6 +148,8 @@ func (w *batchWriter) apply(o store.Op) error {
 		return w.resolveCases(o.Key, o.At)
 	case store.OpQueueRefreshes:
 		return w.queueRefreshes(o.Hosts, o.AllHosts)
+	case store.OpPutLinks:
+		return w.putLinks(o.Item, o.Value, o.Links)
 	}
 	return fmt.Errorf("unknown batch op %d", o.Kind)
 }

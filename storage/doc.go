@@ -23,6 +23,9 @@
 //	breakers     host          -> breaker.Breaker: persisted circuit state
 //	transitions  seq           -> Transition: one breaker transition, append-only
 //	cases        seq           -> Case: a refusal naming the crawler, for a human
+//	links        page hash     -> the page's links, one record naming the
+//	             targets by hash (the link graph, links.go)
+//	urls         hash          -> URL of each page and target the links name
 //
 // Callers hand over and get back the typed records of package store (Item,
 // Result, breaker.Breaker, Transition, Case, robots.Rules) and commit a

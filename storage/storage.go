@@ -40,7 +40,7 @@ var (
 
 	allBuckets = [][]byte{bucketMeta, bucketSeen, bucketQueue, bucketDeferred, bucketResults,
 		bucketHosts, bucketRobots, bucketBreakers, bucketTransitions, bucketCases, bucketRefresh, bucketCaptures,
-		bucketHostPages}
+		bucketHostPages, bucketLinks, bucketLinkURLs}
 
 	keySchema   = []byte("schema")
 	keySettings = []byte("settings")

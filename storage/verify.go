@@ -101,7 +101,7 @@ type verifySource struct {
 
 // optionalBuckets came later in schema 3: a file opened only read-only
 // since may lack them, and reads them as empty.
-var optionalBuckets = [][]byte{bucketRefresh, bucketCaptures, bucketHostPages}
+var optionalBuckets = [][]byte{bucketRefresh, bucketCaptures, bucketHostPages, bucketLinks, bucketLinkURLs}
 
 func (s *verifySource) checkBuckets() bool {
 	ok := true

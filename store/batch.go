@@ -39,7 +39,8 @@ type opAux struct {
 	key    string
 	seqs   []uint64
 	hosts  []string // QueueRefreshes; nil: every host with a lane
-	err    error    // the record could not be encoded: the commit fails
+	links  []Outlink
+	err    error // the record could not be encoded: the commit fails
 }
 
 // Len is the number of operations in the batch.
@@ -179,6 +180,18 @@ func (b *Batch) PutHostPages(host string, n int64) {
 	b.putRecord(OpPutHostPages, host, binary.AppendUvarint(nil, uint64(max(n, 0))), nil)
 }
 
+// PutLinks stores the links of page (its URL and Hash) as the link graph
+// holds them, replacing those stored before: a page with no links keeps
+// none. rec is EncodeLinks(links), encoded beforehand so that the caller's
+// goroutine, not the single writer, pays for it; nil: encode it here.
+func (b *Batch) PutLinks(page Item, links []Outlink, rec []byte) {
+	if rec == nil {
+		rec = EncodeLinks(links)
+	}
+	page = Item{URL: page.URL, Hash: page.Hash, Host: page.Host}
+	b.ops = append(b.ops, op{kind: OpPutLinks, item: page, value: rec, aux: &opAux{links: links}})
+}
+
 // QueueRefreshes tops up, from their refresh lanes, the queues of hosts
 // (nil: of every host with a lane) that hold no new URL and fewer than
 // RefreshDepth/2 URLs.
@@ -198,6 +211,7 @@ func (b *Batch) Each(fn func(Op) error) error {
 			}
 			v.Key, v.Template, v.InFlight, v.Limit = o.aux.key, o.aux.result, o.aux.seqs, o.aux.limit
 			v.Hosts, v.AllHosts = o.aux.hosts, o.kind == OpQueueRefreshes && o.aux.hosts == nil
+			v.Links = o.aux.links
 		}
 		if err := fn(v); err != nil {
 			return err

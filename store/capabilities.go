@@ -37,6 +37,11 @@ type Capabilities struct {
 	// change over a run by that run alone. A store several processes crawl
 	// at once names each by its process ID (FleetOptions.ID).
 	SoleWriter bool
+	// LinkGraph: the store keeps each page's links (the PutLinks
+	// operation, ForEachEdge and Inlinks), for exports of the link graph
+	// and reports of who links to what. Without it the crawl stores none
+	// and the commands that read them are refused.
+	LinkGraph bool
 }
 
 // ErrUnsupported is returned by a store's method for what its

@@ -32,13 +32,15 @@ const (
 	OpPutCapture
 	OpPutHostPages
 	OpQueueRefreshes
+	OpPutLinks
 )
 
 var opNames = [...]string{OpAdd: "Add", OpRequeue: "Requeue", OpComplete: "Complete", OpDefer: "Defer",
 	OpPromote: "Promote", OpFailHost: "FailHost", OpPutRobots: "PutRobots", OpPutBreaker: "PutBreaker",
 	OpDeleteBreaker: "DeleteBreaker", OpAppendTransition: "AppendTransition", OpAppendCase: "AppendCase",
 	OpResolveCases: "ResolveCases", OpPutRunningAt: "PutRunningAt", OpPutArchiveState: "PutArchiveState",
-	OpPutCapture: "PutCapture", OpPutHostPages: "PutHostPages", OpQueueRefreshes: "QueueRefreshes"}
+	OpPutCapture: "PutCapture", OpPutHostPages: "PutHostPages", OpQueueRefreshes: "QueueRefreshes",
+	OpPutLinks: "PutLinks"}
 
 // String is the operation's name, as the Batch method that adds it is
 // named.
@@ -52,11 +54,13 @@ func (k OpKind) String() string {
 // Op is one batch operation as Each reports it.
 type Op struct {
 	Kind OpKind
-	// Item: Add, Requeue, Complete, Defer.
+	// Item: Add, Requeue, Complete, Defer; the page (its URL and Hash)
+	// whose links PutLinks stores.
 	Item Item
 	// Value is the operation's encoded record: the queue entry (Add; nil
 	// if not encoded beforehand), the result (Complete), the robots rules,
-	// breaker, transition, case, heartbeat, archive state or capture.
+	// breaker, transition, case, heartbeat, archive state or capture, the
+	// page's links (PutLinks, by EncodeLinks).
 	Value []byte
 	// Key is the host (FailHost, puts of robots, breakers, host pages,
 	// ResolveCases) or the capture's digest.
@@ -70,6 +74,9 @@ type Op struct {
 	// Hosts are QueueRefreshes's; AllHosts: every host with a lane.
 	Hosts    []string
 	AllHosts bool
+	// Links are PutLinks's, for the targets' URLs: the store keeps each
+	// URL once, in a table by Hash, and Value names targets by Hash.
+	Links []Outlink
 }
 
 // DecodeItem decodes a queue entry encoded by EncodeQueued, giving it host and seq.

@@ -9,7 +9,7 @@ import (
 // refuse one; a value beyond them says it is none.
 func TestOpKindNames(t *testing.T) {
 	seen := map[string]OpKind{}
-	for k := OpAdd; k <= OpQueueRefreshes; k++ {
+	for k := OpAdd; k <= OpPutLinks; k++ {
 		name := k.String()
 		if strings.HasPrefix(name, "OpKind(") {
 			t.Errorf("kind %d has no name", k)
@@ -19,7 +19,7 @@ func TestOpKindNames(t *testing.T) {
 		}
 		seen[name] = k
 	}
-	if got := (OpQueueRefreshes + 1).String(); got != "OpKind(18)" {
+	if got := (OpPutLinks + 1).String(); got != "OpKind(19)" {
 		t.Errorf("the kind after the last is named %q", got)
 	}
 	if got := OpKind(0).String(); got != "OpKind(0)" {

@@ -1,0 +1,57 @@
+package crawl
+
+import (
+	"breakwater/extract"
+	"breakwater/store"
+)
+
+// The link graph: every link a page holds is stored with the result, in
+// the batch that completes the page, whether the scope queued it or not:
+// a later run with a wider scope finds there what this one refused.
+
+// pageLinks are what a completed page's batch stores as its links: the
+// links and their record, encoded on the worker's goroutine.
+type pageLinks struct {
+	links []store.Outlink
+	rec   []byte
+}
+
+// outlinks converts a page's scanned links to the graph's, in page order.
+func outlinks(links []extract.Link) []store.Outlink {
+	out := make([]store.Outlink, len(links))
+	for i := range links {
+		l := &links[i]
+		out[i] = store.Outlink{To: l.Hash, Edge: store.Edge{To: l.URL, Kind: linkKind(l.Kind), Rel: l.Rel,
+			Text: l.Text, Element: l.Element, Attr: l.Attr}}
+	}
+	return out
+}
+
+func linkKind(k extract.Kind) store.LinkKind {
+	switch k {
+	case extract.Requisite:
+		return store.LinkRequisite
+	case extract.Frame:
+		return store.LinkFrame
+	}
+	return store.LinkNavigation
+}
+
+// graphLinks returns the links x's completing batch is to store, or nil
+// when it stores none: a store without the graph, or a page that has no
+// links and had none stored (only a refresh may replace stored links).
+func (e *Engine) graphLinks(x *exchange) *pageLinks {
+	if !e.caps.LinkGraph || x.robots || len(x.links) == 0 && x.prior == nil {
+		return nil
+	}
+	links := outlinks(x.links)
+	return &pageLinks{links: links, rec: store.EncodeLinks(links)}
+}
+
+// put adds the page's links to b; a nil p adds nothing.
+func (p *pageLinks) put(page store.Item) []func(*store.Batch) {
+	if p == nil {
+		return nil
+	}
+	return []func(*store.Batch){func(b *store.Batch) { b.PutLinks(page, p.links, p.rec) }}
+}

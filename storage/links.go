@@ -1,0 +1,211 @@
+package storage
+
+import (
+	"bytes"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"breakwater/store"
+)
+
+// The link graph: links holds each page's links, page Hash -> one record
+// (store.EncodeLinks) naming the targets by Hash; urls holds the URL of
+// every page and target named there, Hash -> URL, each written once. A
+// target linked from a thousand pages costs a thousand 16-byte hashes and
+// one URL.
+var (
+	bucketLinks    = []byte("links")
+	bucketLinkURLs = []byte("urls")
+)
+
+// putLinks replaces the page's links. The URLs of the page and of its
+// targets go in the URL table unless there already: one lookup each in
+// the write transaction, which costs no page write when present.
+func (w *batchWriter) putLinks(page store.Item, rec []byte, links []store.Outlink) error {
+	key := page.Hash[:]
+	bk := w.tx.Bucket(bucketLinks)
+	if store.LinksEmpty(rec) {
+		return bk.Delete(key)
+	}
+	if err := bk.Put(key, rec); err != nil {
+		return fmt.Errorf("links of %s: %w", page.URL, err)
+	}
+	urls := w.tx.Bucket(bucketLinkURLs)
+	if err := putURL(urls, page.Hash, page.URL); err != nil {
+		return err
+	}
+	for i := range links {
+		if err := putURL(urls, links[i].To, links[i].Edge.To); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func putURL(urls *bolt.Bucket, h store.Hash, url string) error {
+	if urls.Get(h[:]) != nil {
+		return nil
+	}
+	if err := urls.Put(h[:], []byte(url)); err != nil {
+		return fmt.Errorf("URL table: %s: %w", url, err)
+	}
+	return nil
+}
+
+// edgeChunk is how many pages' links ForEachEdge and Inlinks read in one
+// transaction: fn is called outside it, so a slow reader at the far end
+// of a socket never holds one open while a crawl writes the file.
+const edgeChunk = 128
+
+// ForEachEdge calls fn with every link of the graph, page by page in the
+// order of their hashes, From and To named by their URLs. It reads the
+// pages in short read transactions (edgeChunk pages each) and calls fn
+// outside them: a page whose links a running crawl replaces meanwhile is
+// given in one form or the other, never both.
+func (db *DB) ForEachEdge(fn func(store.Edge) error) error {
+	return db.scanLinks(nil, fn)
+}
+
+// Inlinks calls fn with every link to the URL whose hash is target, as
+// ForEachEdge gives them. There is no index by target: it reads every
+// page's record (the whole links bucket, about 20 bytes and the anchor
+// text per link), decoding only the links to target.
+func (db *DB) Inlinks(target store.Hash, fn func(store.Edge) error) error {
+	return db.scanLinks(&target, fn)
+}
+
+func (db *DB) scanLinks(target *store.Hash, fn func(store.Edge) error) error {
+	var after []byte
+	for {
+		chunk, last, err := db.readLinks(after, target)
+		if err != nil {
+			return fmt.Errorf("%s: read the link graph: %w", db.path, err)
+		}
+		for _, e := range chunk {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		if last == nil {
+			return nil
+		}
+		after = last
+	}
+}
+
+// readLinks decodes the links of up to edgeChunk pages after the key
+// after (from the first, if nil), only those to target if it is set, and
+// returns them with the last page's key; nil at the end of the bucket.
+func (db *DB) readLinks(after []byte, target *store.Hash) (edges []store.Edge, last []byte, err error) {
+	err = db.bolt.View(func(tx *bolt.Tx) error {
+		bk, urls := tx.Bucket(bucketLinks), tx.Bucket(bucketLinkURLs)
+		if bk == nil || urls == nil {
+			return nil // a file written before the graph was kept, opened read-only
+		}
+		c := bk.Cursor()
+		k, v := c.First()
+		if after != nil {
+			if k, v = c.Seek(after); k != nil && bytes.Equal(k, after) {
+				k, v = c.Next()
+			}
+		}
+		for pages := 0; k != nil && pages < edgeChunk; k, v = c.Next() {
+			pages++
+			if edges, err = pageEdges(urls, k, v, target, edges); err != nil {
+				return err
+			}
+			last = append(last[:0], k...)
+		}
+		if k == nil {
+			last = nil
+		}
+		return nil
+	})
+	return edges, last, err
+}
+
+// pageEdges appends the links of the page keyed k (only those to target,
+// if set) to edges, naming pages and targets from the URL table.
+func pageEdges(urls *bolt.Bucket, k, rec []byte, target *store.Hash, edges []store.Edge) ([]store.Edge, error) {
+	if target != nil && !linksTo(rec, *target) {
+		return edges, nil
+	}
+	from, err := urlOf(urls, k)
+	if err != nil {
+		return edges, err
+	}
+	err = store.DecodeLinks(rec, func(l store.Outlink) error {
+		if target != nil && l.To != *target {
+			return nil
+		}
+		e := l.Edge
+		e.From = from
+		if e.To, err = urlOf(urls, l.To[:]); err != nil {
+			return err
+		}
+		edges = append(edges, e)
+		return nil
+	})
+	if err != nil {
+		return edges, fmt.Errorf("links of %s: %w", from, err)
+	}
+	return edges, nil
+}
+
+// linksTo reports whether a page's record holds a link to target; a
+// record that does not decode reports true, so that decoding names it.
+func linksTo(rec []byte, target store.Hash) bool {
+	found := false
+	err := store.LinkTargets(rec, func(_ int, to store.Hash) bool {
+		found = to == target
+		return !found
+	})
+	return found || err != nil
+}
+
+func urlOf(urls *bolt.Bucket, h []byte) (string, error) {
+	v := urls.Get(h)
+	if v == nil {
+		return "", fmt.Errorf("URL table: no URL for hash %x", h)
+	}
+	return string(v), nil
+}
+
+// GraphSize is what the link graph takes in the file.
+type GraphSize struct {
+	Pages, Edges, URLs int64
+	// Bytes are the bytes of the file's pages the graph's two buckets
+	// take (their leaf and branch pages, allocated).
+	Bytes int64
+}
+
+// GraphSize counts the link graph's pages, links and URLs and the bytes
+// it takes in the file. It reads the whole graph: for the bench and
+// tests, not for a running crawl's every commit.
+func (db *DB) GraphSize() (GraphSize, error) {
+	var s GraphSize
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketLinks, bucketLinkURLs} {
+			if bk := tx.Bucket(name); bk != nil {
+				st := bk.Stats()
+				s.Bytes += int64(st.LeafAlloc + st.BranchAlloc + st.InlineBucketInuse)
+			}
+		}
+		if urls := tx.Bucket(bucketLinkURLs); urls != nil {
+			s.URLs = int64(urls.Stats().KeyN)
+		}
+		bk := tx.Bucket(bucketLinks)
+		if bk == nil {
+			return nil
+		}
+		return bk.ForEach(func(k, v []byte) error {
+			s.Pages++
+			return store.LinkTargets(v, func(int, store.Hash) bool { s.Edges++; return true })
+		})
+	})
+	if err != nil {
+		return s, fmt.Errorf("%s: measure the link graph: %w", db.path, err)
+	}
+	return s, nil
+}
