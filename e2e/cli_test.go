@@ -25,11 +25,14 @@ import (
 
 // exportKeys are the keys of one exported line (the documented format);
 // "host" may come too, "etag" and "last_modified" when the page sent them,
-// "location" for a redirect and "lastmod" for a URL a sitemap listed.
+// "location" for a redirect, "lastmod" for a URL a sitemap listed, and
+// what a page says of itself (robots, canonical, hreflang, description,
+// h1, lang) when it says it.
 var exportKeys = []string{"url", "final_url", "status", "content_type", "length", "truncated",
 	"fetched_at", "duration_ms", "depth", "title", "outlinks", "sha256", "attempts", "error_class", "error", "referrer", "kind"}
 
-var optionalExportKeys = []string{"host", "etag", "last_modified", "location", "lastmod"}
+var optionalExportKeys = []string{"host", "etag", "last_modified", "location", "lastmod",
+	"robots", "canonical", "hreflang", "description", "h1", "lang"}
 
 // export runs `export --format jsonl` and decodes every line, checking that
 // each is one JSON object with exactly the documented keys.

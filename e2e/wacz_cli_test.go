@@ -318,7 +318,7 @@ func TestWACZWhileCrawling(t *testing.T) {
 	defer srv.Close()
 	db := tempDB(t)
 	dir := filepath.Join(t.TempDir(), "warc")
-	crawl := exec.Command(bin, crawlArgs(db, "--delay", "20ms", "--warc", dir, "--warc-size", "1048576", "--max-body", "1048576", srv.URL+"/p/0")...)
+	crawl := exec.Command(bin, crawlArgs(db, "--delay", "20ms", "--max-depth", "-1", "--warc", dir, "--warc-size", "1048576", "--max-body", "1048576", srv.URL+"/p/0")...)
 	var crawlOut bytes.Buffer
 	crawl.Stdout, crawl.Stderr = &crawlOut, &crawlOut
 	if err := crawl.Start(); err != nil {
@@ -341,6 +341,7 @@ func TestWACZWhileCrawling(t *testing.T) {
 	mustRun(t, cli.ExitOK, "wacz", "--db", db, "-o", out)
 	select {
 	case err := <-exited:
+		exited <- err // for the deferred wait
 		t.Fatalf("the crawl ended (%v) before the WACZ was made: the test proves nothing", err)
 	default:
 	}
