@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/heap"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"slices"
@@ -56,7 +57,13 @@ func Build(src Source, opt Options) (*Report, error) {
 	if graph == nil {
 		graph, b.rep.LinkGraph = ReferrerGraph(src), "referrer"
 	}
-	if err := graph.Edges(b.addEdge); err != nil {
+	err = graph.Edges(b.addEdge)
+	if errors.Is(err, store.ErrUnsupported) && opt.Graph != nil {
+		// A store that keeps no link graph (a fleet's) says so before any edge.
+		b.rep.LinkGraph = "referrer"
+		err = ReferrerGraph(src).Edges(b.addEdge)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("read links: %w", err)
 	}
 	b.walkRedirects()
