@@ -246,7 +246,8 @@ func crashArgs(db string, site *crashSite, extra ...string) []string {
 		"--timeout", "1s", "--connect-timeout", "1s",
 		"--breaker-threshold", "3", "--breaker-rest", "500ms", "--give-up-after", "1s",
 		"--retries", "1", "--retry-budget", "1", "--retry-base", "50ms", "--retry-max", "500ms",
-		"--log-format", "text", "--log-level", "warn", "--progress", "never", "--sitemaps=false"}
+		"--log-format", "text", "--log-level", "warn", "--progress", "never", "--sitemaps=false",
+		"--max-depth", "-1"} // the crash sites chain their pages, deeper than the default 20 hops
 	args = append(args, extra...)
 	return append(args, site.Roots()...)
 }
