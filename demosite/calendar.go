@@ -1,15 +1,10 @@
 package demosite
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"log"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -23,14 +18,8 @@ import (
 // robots.txt and sitemap.xml included, is 404. Every request is counted
 // by its target (Requests).
 type Calendar struct {
-	ln    net.Listener
-	srv   *http.Server
-	base  string
-	done  chan struct{}
+	*loggedServer
 	start int // this month, as year*12 + month-1
-
-	mu  sync.Mutex
-	log map[string]int
 }
 
 // CalendarPages are the calendar site's ordinary pages.
@@ -39,23 +28,14 @@ var CalendarPages = []string{"/", "/about", "/events", "/events/meetup"}
 // StartCalendar serves a Calendar host on a fresh loopback port until
 // Close; its this month is now's.
 func StartCalendar(now time.Time) (*Calendar, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	c := &Calendar{start: now.Year()*12 + int(now.Month()) - 1}
+	ls, err := startLogged("calendar", c.serveHTTP)
 	if err != nil {
-		return nil, fmt.Errorf("calendar: listen: %w", err)
+		return nil, err
 	}
-	c := &Calendar{ln: ln, base: "http://" + ln.Addr().String(), done: make(chan struct{}),
-		start: now.Year()*12 + int(now.Month()) - 1, log: map[string]int{}}
-	c.srv = &http.Server{Handler: http.HandlerFunc(c.serveHTTP), ReadHeaderTimeout: 5 * time.Second,
-		ErrorLog: log.New(io.Discard, "", 0)}
-	go func() {
-		defer close(c.done)
-		_ = c.srv.Serve(ln) // ErrServerClosed after Close
-	}()
+	c.loggedServer = ls
 	return c, nil
 }
-
-// URL returns the absolute URL of path on the host.
-func (c *Calendar) URL(path string) string { return c.base + path }
 
 // MonthPath returns the path of the month offset months after this month
 // (before it, when negative).
@@ -63,31 +43,7 @@ func (c *Calendar) MonthPath(offset int) string { return monthPath(c.start + off
 
 func monthPath(m int) string { return fmt.Sprintf("/calendar/%04d/%02d", m/12, m%12+1) }
 
-// Requests returns how many times each request target was asked for.
-func (c *Calendar) Requests() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make(map[string]int, len(c.log))
-	for k, v := range c.log {
-		out[k] = v
-	}
-	return out
-}
-
-// Close stops the server, drops its connections and waits for it.
-func (c *Calendar) Close() error {
-	err := c.srv.Close()
-	<-c.done
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
-}
-
 func (c *Calendar) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	c.mu.Lock()
-	c.log[r.RequestURI]++
-	c.mu.Unlock()
 	page := func(title, body string) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, "<html><head><title>%s</title></head><body>%s</body></html>", title, body)

@@ -1,17 +1,12 @@
 package demosite
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"log"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 )
 
 // Traps is one host serving the traps a crawler meets on the open web,
@@ -32,13 +27,7 @@ import (
 //
 // Anything else, robots.txt included, is 404.
 type Traps struct {
-	ln   net.Listener
-	srv  *http.Server
-	base string
-	done chan struct{}
-
-	mu  sync.Mutex
-	log map[string]int
+	*loggedServer
 }
 
 const (
@@ -52,49 +41,16 @@ const (
 
 // StartTraps serves a Traps host on a fresh loopback port until Close.
 func StartTraps() (*Traps, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	t := &Traps{}
+	ls, err := startLogged("traps", t.serveHTTP)
 	if err != nil {
-		return nil, fmt.Errorf("traps: listen: %w", err)
+		return nil, err
 	}
-	t := &Traps{ln: ln, base: "http://" + ln.Addr().String(), done: make(chan struct{}), log: map[string]int{}}
-	t.srv = &http.Server{Handler: http.HandlerFunc(t.serveHTTP), ReadHeaderTimeout: 5 * time.Second,
-		ErrorLog: log.New(io.Discard, "", 0)}
-	go func() {
-		defer close(t.done)
-		_ = t.srv.Serve(ln) // ErrServerClosed after Close
-	}()
+	t.loggedServer = ls
 	return t, nil
 }
 
-// URL returns the absolute URL of path on the host.
-func (t *Traps) URL(path string) string { return t.base + path }
-
-// Requests returns how many times each request target ("/calendar?month=2")
-// was asked for.
-func (t *Traps) Requests() map[string]int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make(map[string]int, len(t.log))
-	for k, v := range t.log {
-		out[k] = v
-	}
-	return out
-}
-
-// Close stops the server, drops its connections and waits for it.
-func (t *Traps) Close() error {
-	err := t.srv.Close()
-	<-t.done
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
-}
-
 func (t *Traps) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	t.mu.Lock()
-	t.log[r.RequestURI]++
-	t.mu.Unlock()
 	p := r.URL.Path
 	html := func() { w.Header().Set("Content-Type", "text/html; charset=utf-8") }
 	switch {
