@@ -97,14 +97,19 @@ func csvExporter(w *bufio.Writer, cols []string) (write func(*store.Result) erro
 		}
 		return cw.Write(row)
 	}
-	flush = func() error {
+	return write, csvFlush(cw, w), nil
+}
+
+// csvFlush returns the flush that ends a CSV export: the CSV writer's
+// buffer, its first error, then the output's buffer.
+func csvFlush(cw *csv.Writer, w *bufio.Writer) func() error {
+	return func() error {
 		cw.Flush()
 		if err := cw.Error(); err != nil {
 			return err
 		}
 		return w.Flush()
 	}
-	return write, flush, nil
 }
 
 // numericColumns are written by us from numbers, times and booleans, never

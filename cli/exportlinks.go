@@ -87,14 +87,7 @@ func linkWriter(w *bufio.Writer, format string) (write func(*linkRow) error, flu
 			strconv.Itoa(r.FromStatus), r.FromErrorClass, strconv.Itoa(r.ToStatus), r.ToErrorClass})
 		return cw.Write(cells)
 	}
-	flush = func() error {
-		cw.Flush()
-		if err := cw.Error(); err != nil {
-			return err
-		}
-		return w.Flush()
-	}
-	return write, flush, nil
+	return write, csvFlush(cw, w), nil
 }
 
 // statusIndex holds each result's status and error class by the hash of
