@@ -72,6 +72,10 @@ type SiteOptions struct {
 	// host's stylesheet (with a background image), its logo and an image
 	// of the page's own, all on the page's host.
 	Requisites bool
+	// PageBytes pads every page with text paragraphs until it is at least
+	// this long (the median HTML page on the web is about 30 KB); zero
+	// leaves pages at their natural size of about 2 KB.
+	PageBytes int
 }
 
 // Request is one entry of a host's request log.
@@ -460,6 +464,11 @@ func (h *Host) writePage(buf *bytes.Buffer, i int) {
 	}
 	buf.WriteString("</ul>\n")
 	writeNoise(buf, h, n, i)
+	// Distinct paragraphs, so that a padded page compresses like text
+	// rather than like one paragraph repeated.
+	for k := 0; buf.Len() < h.site.opts.PageBytes; k++ {
+		buf.WriteString(padding[(i*31+k)%len(padding)])
+	}
 	buf.WriteString("</body></html>\n")
 }
 
@@ -606,14 +615,18 @@ func mix(vals ...uint64) uint64 {
 
 // filler is the body text pages share: a fixed pseudo-random word salad, the
 // same for every seed so page sizes do not depend on it.
-var filler = makeFiller()
+var filler = makeFiller(8, 7)
 
-func makeFiller() []string {
+// padding is the pool SiteOptions.PageBytes draws from: about 100 KB, more
+// than a page's worth, so no paragraph repeats within a padded page.
+var padding = makeFiller(256, 13)
+
+func makeFiller(n int, seed uint64) []string {
 	words := strings.Fields("crawl harbor tide wall stone wave anchor signal beacon ledger " +
 		"archive index river bridge lantern compass chart voyage shelter current " +
 		"keeper window garden orchard meadow quarry timber cable relay station")
-	rng := rand.New(rand.NewPCG(7, 11))
-	out := make([]string, 8)
+	rng := rand.New(rand.NewPCG(seed, 11))
+	out := make([]string, n)
 	for p := range out {
 		var b strings.Builder
 		b.WriteString("<p>")

@@ -719,3 +719,30 @@ func TestDeadHostHeldTime(t *testing.T) {
 		t.Fatalf("RequestCount = %d, want 2", got)
 	}
 }
+
+func TestPageBytesPadsPagesWithDistinctText(t *testing.T) {
+	site, err := Start(BenchSpecs(2, 4, false, 0), SiteOptions{Seed: 1, PageBytes: 30_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	for _, u := range site.URLs() {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if len(body) < 30_000 || len(body) > 31_000 {
+			t.Fatalf("%s: %d bytes, want about 30,000", u, len(body))
+		}
+		paragraphs := strings.Split(string(body), "<p>")
+		seen := map[string]bool{}
+		for _, p := range paragraphs[1:] {
+			if seen[p] {
+				t.Fatalf("%s: a paragraph repeats within the page", u)
+			}
+			seen[p] = true
+		}
+	}
+}
