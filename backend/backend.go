@@ -45,12 +45,16 @@ type Backend interface {
 	Seen(h store.Hash) bool
 	RunningAt() (time.Time, error)
 	ScanResults(failedOnly bool, fn func(r *store.Result) error) error
-	// ForEachEdge and Inlinks need Capabilities.LinkGraph.
+	// ForEachEdge, Inlinks and ForEachPageLinks need Capabilities.LinkGraph.
 	control.LinkReader
+	ForEachPageLinks(fn func(p *store.PageLinks) error) error
 	Replaced(it store.Item) (*store.Result, error)
 	Commit(b *store.Batch) (*store.Committed, error)
 	HostPages(host string) (n int64, stored bool, err error)
 	RequeueFailed() (int, error)
+	// RequeueFailedWhere requeues the failures keep chooses; it needs
+	// Capabilities.RetryFailed.
+	RequeueFailedWhere(keep func(r *store.Result) bool) (int, error)
 	StageRefreshes(after uint64, staleBefore time.Time, limit int) (store.RefreshScan, error)
 
 	// HoldsCrawl reports whether the store held a crawl when it was

@@ -65,17 +65,25 @@ func (f *fleet) RequeueFailed() (int, error) {
 	return 0, store.Unsupported(f.Path(), "failures queued again")
 }
 
+func (f *fleet) RequeueFailedWhere(func(*store.Result) bool) (int, error) {
+	return 0, store.Unsupported(f.Path(), "failures queued again")
+}
+
 func (f *fleet) StageRefreshes(uint64, time.Time, int) (store.RefreshScan, error) {
 	return store.RefreshScan{}, store.Unsupported(f.Path(), "refreshes")
 }
 
-// ForEachEdge and Inlinks are refused: the fleet's store keeps no link
+// ForEachEdge, Inlinks and ForEachPageLinks are refused: the fleet's store keeps no link
 // graph (no LinkGraph capability), so its crawls store none.
 func (f *fleet) ForEachEdge(func(store.Edge) error) error {
 	return store.Unsupported(f.Path(), "the link graph")
 }
 
 func (f *fleet) Inlinks(store.Hash, func(store.Edge) error) error {
+	return store.Unsupported(f.Path(), "the link graph")
+}
+
+func (f *fleet) ForEachPageLinks(func(*store.PageLinks) error) error {
 	return store.Unsupported(f.Path(), "the link graph")
 }
 

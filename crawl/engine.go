@@ -47,6 +47,7 @@ type Engine struct {
 	hostPages *hostPages          // with --max-pages-per-host; nil without (hostcap.go)
 	givenUp   sync.Map            // host -> time.Time of its last FailHost
 	refresh   refresher           // --recrawl-after's walk over the results (recrawl.go)
+	widen     widening            // a wider scope's reading of the link graph (widen.go)
 	persistMu sync.Mutex
 	holdMu    sync.Mutex // serializes syncHold
 	// seedsFetched and seedsFailed count this run's outcomes of seeds and
@@ -242,6 +243,9 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	defer cancelFetches()
 	e.fetchCtx = fetchCtx
 	e.guard.start(fetchCtx)
+	if e.widen.pending {
+		go e.feedWidened(stopCtx, e.front.Feed()) // widen.go
+	}
 	go func() {
 		select {
 		case <-stopCtx.Done():
@@ -265,6 +269,9 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	e.heartbeat(e.opts.Now())
 	e.persistBreakers()
 	closeErr := errors.Join(e.front.Close(), e.closeArchive())
+	if closeErr == nil {
+		closeErr = e.storeLinkScope()
+	}
 	e.closeFetcher()
 	counts, cerr := e.db.Counts()
 	sum := Summary{Exhausted: exhausted, Counts: counts, HeldWork: e.front.HeldWork(),
@@ -463,6 +470,9 @@ func (e *Engine) prepareSeeds() error {
 		return err
 	}
 	e.scope = newScope(&e.opts, seedHosts)
+	if err := e.planWidening(stored, seedHosts); err != nil { // widen.go
+		return err
+	}
 	// The seed hosts and, when ResolveSettings merged them, the crawl's
 	// other settings, in one write; without them the stored ones stay.
 	if s := e.opts.settings; s != nil {

@@ -40,12 +40,14 @@ func linkKind(k extract.Kind) store.LinkKind {
 // graphLinks returns the links x's completing batch is to store, or nil
 // when it stores none: a store without the graph, or a page that has no
 // links and had none stored (only a refresh may replace stored links).
-func (e *Engine) graphLinks(x *exchange) *pageLinks {
+// The record keeps the page's depth, kind and robots directives d, which
+// a wider scope's resume reads to follow the links as this run would.
+func (e *Engine) graphLinks(x *exchange, d store.Directives) *pageLinks {
 	if !e.caps.LinkGraph || x.robots || len(x.links) == 0 && x.prior == nil {
 		return nil
 	}
 	links := outlinks(x.links)
-	return &pageLinks{links: links, rec: store.EncodeLinks(links)}
+	return &pageLinks{links: links, rec: store.EncodeLinks(store.LinksPageOf(x.lease.Item, d), links)}
 }
 
 // put adds the page's links to b; a nil p adds nothing.

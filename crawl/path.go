@@ -104,8 +104,7 @@ func (e *Engine) unreservePage(it store.Item) {
 // breaker and politeness.
 func (e *Engine) authorise(x *exchange) (disposition, bool) {
 	it := x.lease.Item
-	if it.Kind == store.KindRequisite && !e.scope.allowsRequisite(it.URL) ||
-		it.Kind != store.KindRequisite && (it.Depth > 0 || it.Redirects > 0) && !e.scope.allows(it.URL, it.Host, scopeDepth(it)) {
+	if e.outOfScope(it) {
 		return failed(&store.Result{ErrorClass: classOutOfScope,
 			Error: "outside the crawl's scope, narrowed since the URL was queued"}), true
 	}
@@ -125,6 +124,15 @@ func (e *Engine) authorise(x *exchange) (disposition, bool) {
 		return failed(&store.Result{ErrorClass: classRobots, Error: "disallowed by robots.txt"}), true
 	}
 	return disposition{}, false
+}
+
+// outOfScope reports whether the scope refuses a queued it. Seeds are in
+// scope by being given.
+func (e *Engine) outOfScope(it store.Item) bool {
+	if it.Kind == store.KindRequisite {
+		return !e.scope.allowsRequisite(it.URL)
+	}
+	return (it.Depth > 0 || it.Redirects > 0) && !e.scope.allows(it.URL, it.Host, scopeDepth(it))
 }
 
 // admit asks the host's breaker. A refused URL is not an attempt: the host

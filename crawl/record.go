@@ -69,7 +69,7 @@ func (e *Engine) record(x *exchange, v Verdict) disposition {
 	}
 	d := failed(r)
 	if x.prior != nil {
-		d.links = e.graphLinks(x) // a refreshed page that failed links to nothing now
+		d.links = e.graphLinks(x, r.Robots) // a refreshed page that failed links to nothing now
 	}
 	return d
 }
@@ -117,7 +117,7 @@ func (e *Engine) succeeded(x *exchange, now time.Time) disposition {
 		found = e.discoverFrom(it, x.links, e.followsLinks(r.Robots)) // requisites.go
 	}
 	d := completed(r, found)
-	d.links = e.graphLinks(x) // links.go
+	d.links = e.graphLinks(x, r.Robots) // links.go
 	return d
 }
 

@@ -29,8 +29,9 @@ type Store interface {
 	Seen(h store.Hash) bool
 	RunningAt() (time.Time, error)
 	ScanResults(failedOnly bool, fn func(r *store.Result) error) error
-	// ForEachEdge and Inlinks need Capabilities.LinkGraph.
+	// ForEachEdge, Inlinks and ForEachPageLinks need Capabilities.LinkGraph.
 	control.LinkReader
+	ForEachPageLinks(fn func(p *store.PageLinks) error) error
 	// Replaced is the stored result a queued item replaces (its
 	// Item.Replaces); store.ErrNotFound when the store has none.
 	Replaced(it store.Item) (*store.Result, error)
@@ -41,6 +42,9 @@ type Store interface {
 	HostPages(host string) (n int64, stored bool, err error)
 	// RequeueFailed needs Capabilities.RetryFailed.
 	RequeueFailed() (int, error)
+	// RequeueFailedWhere requeues the failures keep chooses; it needs
+	// Capabilities.RetryFailed.
+	RequeueFailedWhere(keep func(r *store.Result) bool) (int, error)
 	// StageRefreshes needs Capabilities.Refresh.
 	StageRefreshes(after uint64, staleBefore time.Time, limit int) (store.RefreshScan, error)
 }

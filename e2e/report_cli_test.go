@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"breakwater/cli"
@@ -23,23 +24,42 @@ const hostileTitle = `<script>window.pwned = 1</script>Page A`
 // image /broken.png (404) on /a and /b, a two-hop redirect chain, a
 // redirect loop and a page robots.txt disallows. A clean site links only
 // to pages that work.
+//
+// Its robots directives: /meta-noindex (meta robots "noindex, nofollow")
+// and /header-noindex (the same in X-Robots-Tag) each link to a page
+// nothing else links to; /rel links to /sponsored with rel="nofollow
+// sponsored"; /dup is /c's body, naming /c canonical.
 type auditSite struct {
 	*httptest.Server
 	clean bool
+
+	mu        sync.Mutex
+	requested map[string]int
+}
+
+// got reports how often path was requested.
+func (s *auditSite) got(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requested[path]
 }
 
 func startAuditSite(t *testing.T, clean bool) *auditSite {
 	t.Helper()
-	s := &auditSite{clean: clean}
+	s := &auditSite{clean: clean, requested: map[string]int{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
 }
 
 func (s *auditSite) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.requested[r.URL.Path]++
+	s.mu.Unlock()
+	head := ""
 	page := func(title string, body ...string) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, "<!DOCTYPE html><html><head><title>%s</title></head><body>%s</body></html>", title, strings.Join(body, "\n"))
+		fmt.Fprintf(w, "<!DOCTYPE html><html><head><title>%s</title>%s</head><body>%s</body></html>", title, head, strings.Join(body, "\n"))
 	}
 	switch r.URL.Path {
 	case "/robots.txt":
@@ -50,12 +70,27 @@ func (s *auditSite) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		page("Home", `<a href="/a">A</a>`, `<a href="/b">B</a>`, `<a href="/c">C</a>`, `<a href="/redir1">moved</a>`,
-			`<a href="/loop1">loop</a>`, `<a href="/private">private</a>`)
+			`<a href="/loop1">loop</a>`, `<a href="/private">private</a>`, `<a href="/meta-noindex">M</a>`,
+			`<a href="/header-noindex">H</a>`, `<a href="/rel">R</a>`, `<a href="/dup">D</a>`)
+	case "/meta-noindex":
+		head = `<meta name="robots" content="noindex, nofollow">`
+		page("Hidden by meta", `<a href="/secret-meta">secret</a>`)
+	case "/header-noindex":
+		w.Header().Set("X-Robots-Tag", "noindex, nofollow")
+		page("Hidden by header", `<a href="/secret-header">secret</a>`)
+	case "/rel":
+		page("Sponsored", `<a href="/sponsored" rel="nofollow sponsored">an advert</a>`)
+	case "/sponsored", "/secret-meta", "/secret-header":
+		page("Leaf " + r.URL.Path)
+	case "/dup":
+		head = `<link rel="canonical" href="/c">`
+		page("Page C", `<a href="/gone">gone again</a>`, `<a href="/ok">fine</a>`)
 	case "/a":
 		page("&lt;script&gt;window.pwned = 1&lt;/script&gt;Page A", `<a href="/missing">Missing page</a>`, `<img src="/broken.png" alt="logo">`)
 	case "/b":
 		page("Page B", `<a href="/missing">also missing</a>`, `<a href="/gone">gone</a>`, `<img src="/broken.png">`)
 	case "/c":
+		head = `<link rel="canonical" href="/c">`
 		page("Page C", `<a href="/gone">gone again</a>`, `<a href="/ok">fine</a>`)
 	case "/ok", "/private":
 		page("OK")
@@ -82,7 +117,7 @@ func (s *auditSite) linkingPages() map[string][]string {
 		}
 		return p
 	}
-	return map[string][]string{s.URL + "/missing": u("/a", "/b"), s.URL + "/gone": u("/b", "/c"), s.URL + "/broken.png": u("/a", "/b")}
+	return map[string][]string{s.URL + "/missing": u("/a", "/b"), s.URL + "/gone": u("/b", "/c", "/dup"), s.URL + "/broken.png": u("/a", "/b")}
 }
 
 // crawlAudit crawls the site into a new file and returns its path.
@@ -184,5 +219,111 @@ func TestReportOfACleanSiteExitsZero(t *testing.T) {
 		"--fail-on", strings.Join(report.Findings(), ","))
 	if !strings.Contains(r.stderr, "no findings: broken-links 0, broken-requisites 0, redirect-loops 0, noindex 0") {
 		t.Errorf("a clean report does not say so:\n%s", r)
+	}
+}
+
+// inlinks runs export --inlinks and returns each linking page's anchor text
+// and rel values.
+func inlinks(t *testing.T, db, url string) map[string]string {
+	t.Helper()
+	r := mustRun(t, cli.ExitOK, "export", "--db", db, "--inlinks", url, "--format", "jsonl")
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		if line == "" {
+			continue
+		}
+		var row struct {
+			From, Text string
+			Rel        []string
+		}
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatalf("export --inlinks line %q: %v", line, err)
+		}
+		got[row.From] = strings.Join(append([]string{row.Text}, row.Rel...), " ")
+	}
+	return got
+}
+
+// The audit of one crawl: robots directives obeyed (the pages a noindex,
+// nofollow page links to are never requested, whether meta or header
+// says so), rel="nofollow" recorded and followed, a canonical duplicate
+// and every broken link found with every page linking to it and its text.
+func TestAuditOfACrawlEndToEnd(t *testing.T) {
+	site := startAuditSite(t, false)
+	db := crawlAudit(t, site)
+	for _, p := range []string{"/secret-meta", "/secret-header"} {
+		if n := site.got(p); n != 0 {
+			t.Errorf("%s, linked only from a nofollow page, was requested %d times", p, n)
+		}
+	}
+	if site.got("/meta-noindex") != 1 || site.got("/header-noindex") != 1 || site.got("/sponsored") != 1 {
+		t.Errorf("requests: meta %d, header %d, sponsored %d; want each once",
+			site.got("/meta-noindex"), site.got("/header-noindex"), site.got("/sponsored"))
+	}
+
+	u := site.URL
+	want := map[string]map[string]string{
+		u + "/missing":   {u + "/a": "Missing page", u + "/b": "also missing"},
+		u + "/gone":      {u + "/b": "gone", u + "/c": "gone again", u + "/dup": "gone again"},
+		u + "/sponsored": {u + "/rel": "an advert nofollow sponsored"},
+	}
+	for target, pages := range want {
+		got := inlinks(t, db, target)
+		if len(got) != len(pages) {
+			t.Errorf("inlinks of %s: %v, want %v", target, got, pages)
+		}
+		for from, text := range pages {
+			if got[from] != text {
+				t.Errorf("inlinks of %s: from %s %q, want %q", target, from, got[from], text)
+			}
+		}
+	}
+	if got := inlinks(t, db, u+"/broken.png"); len(got) != 2 || got[u+"/a"] != "logo" {
+		t.Errorf("inlinks of /broken.png: %v, want /a (its alt text, logo) and /b", got)
+	}
+
+	rep := readReport(t, db)
+	noindex := map[string]bool{}
+	for _, p := range rep.Noindex.Items {
+		noindex[p.URL] = true
+	}
+	if rep.Noindex.Total != 2 || !noindex[u+"/meta-noindex"] || !noindex[u+"/header-noindex"] {
+		t.Errorf("noindex pages: %+v, want /meta-noindex and /header-noindex", rep.Noindex)
+	}
+	found := false
+	for _, c := range rep.Canonicals.Items {
+		if c.URL == u+"/dup" && c.Canonical == u+"/c" {
+			found = true
+		} else {
+			t.Errorf("canonical conflict %+v, want only /dup -> /c", c)
+		}
+	}
+	if !found {
+		t.Errorf("canonical conflicts %+v lack /dup -> /c", rep.Canonicals)
+	}
+	dup := false
+	for _, g := range rep.DuplicateContent.Items {
+		dup = dup || slices.Contains(g.URLs, u+"/dup") && slices.Contains(g.URLs, u+"/c")
+	}
+	if !dup {
+		t.Errorf("duplicate content %+v lacks /c and /dup", rep.DuplicateContent)
+	}
+	r := mustRun(t, cli.ExitFindings, "report", "--db", db, "-o", filepath.Join(t.TempDir(), "r.html"), "--fail-on", "noindex")
+	if !strings.Contains(r.stderr, "noindex 2") {
+		t.Errorf("--fail-on noindex does not count the pages:\n%s", r)
+	}
+	mustRun(t, cli.ExitFindings, "report", "--db", db, "-o", filepath.Join(t.TempDir(), "r.html"), "--fail-on", "broken-links")
+}
+
+// --skip-rel-nofollow: a rel="nofollow" link is recorded, not requested.
+func TestSkipRelNofollowLeavesTheLinkUnrequested(t *testing.T) {
+	site := startAuditSite(t, false)
+	db := tempDB(t)
+	mustRun(t, cli.ExitOK, crawlArgs(db, "--delay", "0", "--skip-rel-nofollow", site.URL+"/")...)
+	if n := site.got("/sponsored"); n != 0 {
+		t.Errorf("/sponsored requested %d times under --skip-rel-nofollow", n)
+	}
+	if got := inlinks(t, db, site.URL+"/sponsored"); got[site.URL+"/rel"] != "an advert nofollow sponsored" {
+		t.Errorf("the nofollow link is not recorded: %v", got)
 	}
 }

@@ -188,9 +188,6 @@ func (sc *htmlScan) startTag(z *html.Tokenizer, rawName []byte, hasAttr bool) {
 		}
 	}
 	want := wantedAttrs(name)
-	if name == "img" && sc.anchorAt >= 0 && sc.anchorAlt == "" {
-		want |= setOf(attrAlt) // a linked image's alt stands for the link's text
-	}
 	if !hasAttr || want == setOf(attrStyle) && !mayHaveStyle(z.Raw()) {
 		return // reading attributes costs the tokenizer a copy each
 	}
@@ -231,10 +228,18 @@ func (sc *htmlScan) elementLinks(a *tagAttrs, name string) {
 	case "iframe", "frame":
 		sc.take(a, attrSrc, Frame, name)
 	case "img", "source":
-		sc.take(a, attrSrc, Requisite, name)
+		i, _ := sc.take(a, attrSrc, Requisite, name)
 		sc.takeSrcset(a, name)
 		if a.has(attrAlt) {
-			sc.anchorAlt = collapse(a.get(attrAlt), maxAnchorRunes)
+			// The image's alt is its own link's text, and stands for the
+			// text of a link it is in when that link has none.
+			alt := collapse(a.get(attrAlt), maxAnchorRunes)
+			if i >= 0 && sc.links.links[i].Text == "" {
+				sc.links.links[i].Text = alt
+			}
+			if sc.anchorAt >= 0 && sc.anchorAlt == "" {
+				sc.anchorAlt = alt
+			}
 		}
 	case "video":
 		sc.take(a, attrSrc, Requisite, name)
@@ -438,7 +443,9 @@ func wantedAttrs(element string) attrSet {
 		return setOf(attrLang, attrStyle)
 	case "iframe", "frame", "audio", "track", "embed", "script":
 		return setOf(attrSrc, attrStyle)
-	case "img", "source":
+	case "img":
+		return setOf(attrSrc, attrSrcset, attrAlt, attrStyle)
+	case "source":
 		return setOf(attrSrc, attrSrcset, attrStyle)
 	case "video":
 		return setOf(attrSrc, attrPoster, attrStyle)

@@ -94,6 +94,75 @@ func (db *DB) scanLinks(target *store.Hash, fn func(store.Edge) error) error {
 	}
 }
 
+// ForEachPageLinks calls fn with every page of the graph and its links,
+// in the order of their hashes, read as ForEachEdge reads them: in short
+// transactions, fn called outside them. p is fn's only until it returns.
+func (db *DB) ForEachPageLinks(fn func(p *store.PageLinks) error) error {
+	var after []byte
+	for {
+		var chunk []store.PageLinks
+		err := db.bolt.View(func(tx *bolt.Tx) error {
+			bk, urls := tx.Bucket(bucketLinks), tx.Bucket(bucketLinkURLs)
+			if bk == nil || urls == nil {
+				after = nil
+				return nil
+			}
+			c := bk.Cursor()
+			k, v := c.First()
+			if after != nil {
+				if k, v = c.Seek(after); k != nil && bytes.Equal(k, after) {
+					k, v = c.Next()
+				}
+			}
+			for ; k != nil && len(chunk) < edgeChunk; k, v = c.Next() {
+				p, err := pageLinks(urls, k, v)
+				if err != nil {
+					return err
+				}
+				chunk = append(chunk, p)
+				after = append(after[:0], k...)
+			}
+			if k == nil {
+				after = nil
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s: read the link graph: %w", db.path, err)
+		}
+		for i := range chunk {
+			if err := fn(&chunk[i]); err != nil {
+				return err
+			}
+		}
+		if after == nil {
+			return nil
+		}
+	}
+}
+
+func pageLinks(urls *bolt.Bucket, k, rec []byte) (store.PageLinks, error) {
+	var p store.PageLinks
+	var err error
+	if p.URL, err = urlOf(urls, k); err != nil {
+		return p, err
+	}
+	if p.Page, err = store.DecodeLinksPage(rec); err != nil {
+		return p, fmt.Errorf("links of %s: %w", p.URL, err)
+	}
+	err = store.DecodeLinks(rec, func(l store.Outlink) error {
+		if l.Edge.To, err = urlOf(urls, l.To[:]); err != nil {
+			return err
+		}
+		p.Links = append(p.Links, l)
+		return nil
+	})
+	if err != nil {
+		return p, fmt.Errorf("links of %s: %w", p.URL, err)
+	}
+	return p, nil
+}
+
 // readLinks decodes the links of up to edgeChunk pages after the key
 // after (from the first, if nil), only those to target if it is set, and
 // returns them with the last page's key; nil at the end of the bucket.

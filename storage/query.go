@@ -198,7 +198,11 @@ func (db *DB) readResults(after []byte) (chunk []scanned, last []byte, err error
 // keeping its result until it is fetched again. A URL already queued or
 // deferred (say, by an interrupted earlier --retry-failed run) is left as
 // it is. It returns how many URLs were requeued.
-func (db *DB) RequeueFailed() (int, error) {
+func (db *DB) RequeueFailed() (int, error) { return db.RequeueFailedWhere(nil) }
+
+// RequeueFailedWhere is RequeueFailed for the failures keep (nil: all)
+// chooses, asked in the transaction that requeues them.
+func (db *DB) RequeueFailedWhere(keep func(r *store.Result) bool) (int, error) {
 	n := 0
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		pending, err := pendingHashes(tx)
@@ -214,7 +218,7 @@ func (db *DB) RequeueFailed() (int, error) {
 			if err != nil {
 				return fmt.Errorf("decode result %x: %w", k, err)
 			}
-			if r.Failed() && !pending[h] {
+			if r.Failed() && !pending[h] && (keep == nil || keep(&r)) {
 				failed = append(failed, store.Item{Host: r.Host, URL: r.URL, Hash: h, Depth: r.Depth,
 					Replaces: beUint64(k), Referrer: r.Referrer, Lastmod: r.Lastmod, Kind: r.Kind, Hops: r.RequisiteHops()})
 			}

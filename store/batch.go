@@ -182,11 +182,12 @@ func (b *Batch) PutHostPages(host string, n int64) {
 
 // PutLinks stores the links of page (its URL and Hash) as the link graph
 // holds them, replacing those stored before: a page with no links keeps
-// none. rec is EncodeLinks(links), encoded beforehand so that the caller's
-// goroutine, not the single writer, pays for it; nil: encode it here.
+// none. rec is EncodeLinks of them, encoded beforehand so that the
+// caller's goroutine, not the single writer, pays for it; nil: encode it
+// here, with no directives.
 func (b *Batch) PutLinks(page Item, links []Outlink, rec []byte) {
 	if rec == nil {
-		rec = EncodeLinks(links)
+		rec = EncodeLinks(LinksPageOf(page, 0), links)
 	}
 	page = Item{URL: page.URL, Hash: page.Hash, Host: page.Host}
 	b.ops = append(b.ops, op{kind: OpPutLinks, item: page, value: rec, aux: &opAux{links: links}})

@@ -14,7 +14,14 @@ type Outlink struct {
 	Edge Edge
 }
 
-// A page's links are stored as one record: a format byte, then per link
+// A page's links are stored as one record: a format byte, what the
+// record says of its page (LinksPage)
+//
+//	uvarint   the page's depth
+//	uvarint   its requisite hops, 0 for a page (a frame's document has some)
+//	1 byte    its robots directives (Directives)
+//
+// then per link
 //
 //	16 bytes  the target's Hash (its URL is in the store's URL table)
 //	1 byte    kind in bits 0-1, rel in bits 2-4
@@ -23,8 +30,34 @@ type Outlink struct {
 //	          length and its bytes
 //	uvarint   the anchor text's length, then its bytes
 //
-// Nothing else: the page itself is the record's key.
-const linksFormat = 1
+// Nothing else: the page itself is the record's key. Records of format
+// linksFormatBare, written before pages were described, have no page part.
+const (
+	linksFormatBare = 1
+	linksFormat     = 2
+)
+
+// LinksPage is what a links record keeps of its page, so that a later run
+// with a wider scope can follow the page's links as the crawl would have:
+// how deep the page is, whether it is a requisite (a frame's document) and
+// how many hops from its page, and whether its robots directives keep its
+// links from being followed.
+type LinksPage struct {
+	Depth      int
+	Hops       int // > 0: the page is a requisite (a frame's document)
+	Directives Directives
+	// Known is false for a record written before pages were described.
+	Known bool
+}
+
+// LinksPageOf is what a links record keeps of it with directives d.
+func LinksPageOf(it Item, d Directives) LinksPage {
+	hops := 0
+	if it.Kind == KindRequisite {
+		hops = max(it.Hops, 1)
+	}
+	return LinksPage{Depth: it.Depth, Hops: hops, Directives: d, Known: true}
+}
 
 // placeEscape marks an element and attribute not in linkPlaces, written
 // out in full.
@@ -63,8 +96,8 @@ const (
 
 // EncodeLinks encodes a page's links as one record (see linksFormat).
 // The caller's goroutine pays for it, not the single writer's.
-func EncodeLinks(links []Outlink) []byte {
-	size := 1
+func EncodeLinks(page LinksPage, links []Outlink) []byte {
+	size := 1 + uvarintLen(uint64(max(page.Depth, 0))) + uvarintLen(uint64(max(page.Hops, 0))) + 1
 	for i := range links {
 		e := &links[i].Edge
 		size += 16 + 2 + uvarintLen(uint64(len(e.Text))) + len(e.Text)
@@ -74,6 +107,9 @@ func EncodeLinks(links []Outlink) []byte {
 	}
 	out := make([]byte, 0, size)
 	out = append(out, linksFormat)
+	out = binary.AppendUvarint(out, uint64(max(page.Depth, 0)))
+	out = binary.AppendUvarint(out, uint64(max(page.Hops, 0)))
+	out = append(out, byte(page.Directives))
 	for i := range links {
 		e := &links[i].Edge
 		out = append(out, links[i].To[:]...)
@@ -92,16 +128,49 @@ func EncodeLinks(links []Outlink) []byte {
 
 // LinksEmpty reports whether a links record holds no link: a page that
 // has none keeps no record.
-func LinksEmpty(rec []byte) bool { return len(rec) <= 1 }
+func LinksEmpty(rec []byte) bool {
+	_, rest, err := splitLinks(rec)
+	return err == nil && len(rest) == 0
+}
+
+// splitLinks parses a links record's format and page part and returns
+// the links part.
+func splitLinks(rec []byte) (LinksPage, []byte, error) {
+	var page LinksPage
+	if len(rec) == 0 || rec[0] != linksFormat && rec[0] != linksFormatBare {
+		return page, nil, fmt.Errorf("%w: format %x", ErrBadLinks, rec[:min(len(rec), 1)])
+	}
+	if rec[0] == linksFormatBare {
+		return page, rec[1:], nil
+	}
+	rest := rec[1:]
+	depth, n := binary.Uvarint(rest)
+	if n <= 0 || depth > 1<<31 {
+		return page, nil, fmt.Errorf("%w: the page's depth", ErrBadLinks)
+	}
+	rest = rest[n:]
+	hops, n := binary.Uvarint(rest)
+	if n <= 0 || hops > 1<<31 || len(rest) < n+1 {
+		return page, nil, fmt.Errorf("%w: the page's hops and directives", ErrBadLinks)
+	}
+	page = LinksPage{Depth: int(depth), Hops: int(hops), Directives: Directives(rest[n]), Known: true}
+	return page, rest[n+1:], nil
+}
+
+// DecodeLinksPage returns what a links record keeps of its page.
+func DecodeLinksPage(rec []byte) (LinksPage, error) {
+	page, _, err := splitLinks(rec)
+	return page, err
+}
 
 // DecodeLinks calls fn with each link of a record made by EncodeLinks, in
 // the order encoded; the Edge's From and To are left empty, for the
 // caller to name from its URL table. It stops at fn's first error.
 func DecodeLinks(rec []byte, fn func(Outlink) error) error {
-	if len(rec) == 0 || rec[0] != linksFormat {
-		return fmt.Errorf("%w: format %x", ErrBadLinks, rec[:min(len(rec), 1)])
+	_, rest, err := splitLinks(rec)
+	if err != nil {
+		return err
 	}
-	rest := rec[1:]
 	for len(rest) > 0 {
 		var l Outlink
 		var err error
@@ -118,10 +187,10 @@ func DecodeLinks(rec []byte, fn func(Outlink) error) error {
 // LinkTargets calls fn with the target hash of each link of a record
 // without decoding the rest: an inlinks scan reads every record.
 func LinkTargets(rec []byte, fn func(i int, to Hash) bool) error {
-	if len(rec) == 0 || rec[0] != linksFormat {
-		return fmt.Errorf("%w: format %x", ErrBadLinks, rec[:min(len(rec), 1)])
+	_, rest, err := splitLinks(rec)
+	if err != nil {
+		return err
 	}
-	rest := rec[1:]
 	for i := 0; len(rest) > 0; i++ {
 		if len(rest) < 18 {
 			return fmt.Errorf("%w: link %d cut short", ErrBadLinks, i)

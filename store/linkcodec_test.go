@@ -25,10 +25,19 @@ func drawOutlink(t *rapid.T) Outlink {
 	return l
 }
 
+func drawLinksPage(t *rapid.T) LinksPage {
+	return LinksPage{Depth: rapid.IntRange(0, 1<<20).Draw(t, "depth"), Hops: rapid.IntRange(0, 8).Draw(t, "hops"),
+		Directives: Directives(rapid.Byte().Draw(t, "directives")), Known: true}
+}
+
 func TestLinksRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
+		page := drawLinksPage(t)
 		links := rapid.SliceOfN(rapid.Custom(drawOutlink), 0, 40).Draw(t, "links")
-		rec := EncodeLinks(links)
+		rec := EncodeLinks(page, links)
+		if got, err := DecodeLinksPage(rec); err != nil || got != page {
+			t.Fatalf("page: got %+v, %v; want %+v", got, err, page)
+		}
 		if LinksEmpty(rec) != (len(links) == 0) {
 			t.Fatalf("LinksEmpty(%x) with %d links", rec, len(links))
 		}
@@ -60,10 +69,11 @@ func TestLinksRoundTrip(t *testing.T) {
 // writes, is an error, never a panic or a link made up.
 func TestLinksDecodeDamaged(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
+		page := drawLinksPage(t)
 		links := rapid.SliceOfN(rapid.Custom(drawOutlink), 1, 5).Draw(t, "links")
-		rec := EncodeLinks(links)
+		rec := EncodeLinks(page, links)
 		cut := rapid.IntRange(0, len(rec)-1).Draw(t, "cut")
-		if cut == 1 {
+		if cut == len(EncodeLinks(page, nil)) {
 			return // the empty record: no links, and valid
 		}
 		n := 0
@@ -84,12 +94,32 @@ func TestLinksPlaceCodes(t *testing.T) {
 			t.Errorf("place %q: code %d, want %d (a pair listed twice?)", p, placeCodes[p], code+1)
 		}
 	}
-	rec := EncodeLinks([]Outlink{{Edge: Edge{Element: "a", Attr: "href"}}})
-	if len(rec) != 1+16+2+1 {
-		t.Errorf("an <a href> link without text takes %d bytes, want %d", len(rec), 20)
+	head := len(EncodeLinks(LinksPage{}, nil))
+	rec := EncodeLinks(LinksPage{}, []Outlink{{Edge: Edge{Element: "a", Attr: "href"}}})
+	if len(rec)-head != 16+2+1 {
+		t.Errorf("an <a href> link without text takes %d bytes, want %d", len(rec)-head, 19)
 	}
-	rec[17+1] = byte(len(linkPlaces))
+	rec[head+17] = byte(len(linkPlaces))
 	if err := DecodeLinks(rec, func(Outlink) error { return nil }); !errors.Is(err, ErrBadLinks) {
 		t.Errorf("unknown place code: err %v, want ErrBadLinks", err)
+	}
+}
+
+// A record of the first format, which kept nothing of its page, still
+// decodes: its links, and a page that is not Known.
+func TestLinksBareRecordDecodes(t *testing.T) {
+	rec := EncodeLinks(LinksPage{Depth: 3, Known: true}, []Outlink{{Edge: Edge{Element: "a", Attr: "href", Text: "x"}}})
+	head := len(EncodeLinks(LinksPage{Depth: 3}, nil))
+	bare := append([]byte{linksFormatBare}, rec[head:]...)
+	page, err := DecodeLinksPage(bare)
+	if err != nil || page.Known {
+		t.Fatalf("bare record's page: %+v, %v", page, err)
+	}
+	n := 0
+	if err := DecodeLinks(bare, func(l Outlink) error { n++; return nil }); err != nil || n != 1 {
+		t.Fatalf("bare record: %d links, %v", n, err)
+	}
+	if LinksEmpty(bare) || !LinksEmpty([]byte{linksFormatBare}) || !LinksEmpty(EncodeLinks(LinksPage{}, nil)) {
+		t.Fatal("LinksEmpty wrong for a bare record")
 	}
 }

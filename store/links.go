@@ -68,3 +68,12 @@ type Edge struct {
 	Element string `json:"element,omitempty"`
 	Attr    string `json:"attr,omitempty"`
 }
+
+// PageLinks is one page of the link graph with what its record keeps of
+// it: what a resume with a wider scope reads to queue the links the
+// narrower one refused.
+type PageLinks struct {
+	URL   string
+	Page  LinksPage
+	Links []Outlink // each Edge.To named by its URL; From left empty
+}
