@@ -88,6 +88,9 @@ func printSettings(w io.Writer, settings map[string]json.RawMessage) {
 	fmt.Fprintln(w, "settings (stored in the file; a flag given to crawl changes them):")
 	for _, k := range sortedKeys(settings) {
 		v := settings[k]
+		if k == "link_scope" {
+			continue // the engine's own bookkeeping, no flag's
+		}
 		if k == "seed_hosts" {
 			var hosts []string
 			json.Unmarshal(v, &hosts)
