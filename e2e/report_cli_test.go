@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"breakwater/cli"
+	"breakwater/redisstore/redistest"
 	"breakwater/report"
 )
 
@@ -326,4 +327,27 @@ func TestSkipRelNofollowLeavesTheLinkUnrequested(t *testing.T) {
 	if got := inlinks(t, db, site.URL+"/sponsored"); got[site.URL+"/rel"] != "an advert nofollow sponsored" {
 		t.Errorf("the nofollow link is not recorded: %v", got)
 	}
+}
+
+// A report reads a fleet's store too: it keeps no link graph, so each
+// broken URL is listed with the page it was found on.
+func TestReportOfAFleetStore(t *testing.T) {
+	rs := redistest.Start(t)
+	site := startAuditSite(t, false)
+	mustRun(t, cli.ExitOK, fleetArgs(rs.URL(), []string{"--delay", "0"}, site.URL+"/")...)
+	r := mustRun(t, cli.ExitOK, "report", "--store", rs.URL(), "--format", "json")
+	var rep report.Report
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("report JSON: %v\n%s", err, r.stdout)
+	}
+	if rep.LinkGraph == "edges" {
+		t.Errorf("a fleet's report claims the link graph")
+	}
+	links := site.linkingPages()
+	assertReferrers(t, &rep, rep.BrokenLinks, map[string][]string{site.URL + "/missing": links[site.URL+"/missing"],
+		site.URL + "/gone": links[site.URL+"/gone"]})
+	if rep.Noindex.Total != 2 {
+		t.Errorf("noindex pages on the fleet: %+v, want 2", rep.Noindex)
+	}
+	mustRun(t, cli.ExitFindings, "report", "--store", rs.URL(), "-o", filepath.Join(t.TempDir(), "r.html"), "--fail-on", "broken-links")
 }
