@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"breakwater/extract"
+	"breakwater/frontier"
 	"breakwater/store"
 )
 
@@ -56,4 +57,21 @@ func (p *pageLinks) put(page store.Item) []func(*store.Batch) {
 		return nil
 	}
 	return []func(*store.Batch){func(b *store.Batch) { b.PutLinks(page, p.links, p.rec) }}
+}
+
+// graphRedirect returns the link a redirect's batch stores, its Location,
+// or nil for none: a wider scope's resume follows it as the redirect
+// would have been, and a report names the redirect among the URLs leading
+// to a broken one.
+func (e *Engine) graphRedirect(x *exchange, r *store.Result) *pageLinks {
+	if !e.caps.LinkGraph || x.robots || r.ErrorClass != "" || r.FinalURL == "" || r.FinalURL == r.URL {
+		return nil
+	}
+	target, err := frontier.ParseLink(r.FinalURL)
+	if err != nil {
+		return nil
+	}
+	links := []store.Outlink{{To: target.Hash, Edge: store.Edge{To: target.URL, Kind: store.LinkRedirect,
+		Element: "http", Attr: "Location"}}}
+	return &pageLinks{links: links, rec: store.EncodeLinks(store.LinksPageOf(x.lease.Item, 0), links)}
 }

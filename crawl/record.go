@@ -117,7 +117,11 @@ func (e *Engine) succeeded(x *exchange, now time.Time) disposition {
 		found = e.discoverFrom(it, x.links, e.followsLinks(r.Robots)) // requisites.go
 	}
 	d := completed(r, found)
-	d.links = e.graphLinks(x, r.Robots) // links.go
+	if resp.Status >= 300 && resp.Status < 400 {
+		d.links = e.graphRedirect(x, r) // links.go
+	} else {
+		d.links = e.graphLinks(x, r.Robots) // links.go
+	}
 	return d
 }
 

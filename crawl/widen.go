@@ -119,6 +119,7 @@ func (e *Engine) feedWidened(ctx context.Context, done func()) {
 		return err
 	}
 	var links []extract.Link
+	var moved []frontier.Link
 	err := e.db.ForEachPageLinks(func(p *store.PageLinks) error {
 		if !p.Page.Known {
 			return nil // a record older than pages were described
@@ -131,19 +132,30 @@ func (e *Engine) feedWidened(ctx context.Context, done func()) {
 		if p.Page.Hops > 0 {
 			it.Kind, it.Hops = store.KindRequisite, p.Page.Hops
 		}
-		links = links[:0]
+		links, moved = links[:0], moved[:0]
 		for i := range p.Links {
 			l := &p.Links[i]
 			if e.db.Seen(l.To) {
 				continue // queued once already: most links of most pages
 			}
 			target, err := frontier.ParseLink(l.Edge.To)
-			if err != nil {
-				continue
+			switch {
+			case err != nil:
+			case l.Edge.Kind == store.LinkRedirect:
+				moved = append(moved, target)
+			default:
+				links = append(links, extract.Link{Link: target, Kind: scanKind(l.Edge.Kind), Rel: l.Edge.Rel})
 			}
-			links = append(links, extract.Link{Link: target, Kind: scanKind(l.Edge.Kind), Rel: l.Edge.Rel})
 		}
 		batch = append(batch, e.discoverFrom(it, links, e.followsLinks(p.Page.Directives))...)
+		// A redirect's target, at the redirect's depth (record.go's redirect).
+		switch {
+		case len(moved) == 0:
+		case it.Kind == store.KindRequisite:
+			batch = append(batch, e.discoverRequisites(it.URL, moved, it.Depth, it.Hops, 1)...)
+		default:
+			batch = append(batch, e.discover(it.URL, moved, it.Depth, 1)...)
+		}
 		if len(batch) >= chunk {
 			return flush()
 		}

@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"breakwater/cli"
@@ -121,6 +125,60 @@ func TestWidenedScopeFetchesWhatANarrowedOneRecorded(t *testing.T) {
 	for _, row := range export(t, db) {
 		if row["error_class"] == "out-of-scope" {
 			t.Errorf("%v still recorded out-of-scope", row["url"])
+		}
+	}
+}
+
+// A redirect to another host is kept as the redirect's link: a resume
+// under --scope any follows it, and export --links shows it.
+func TestWiderScopeFollowsAKeptRedirect(t *testing.T) {
+	var mu sync.Mutex
+	hits := map[string]int{}
+	count := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			hits[r.Host+r.URL.Path]++
+			mu.Unlock()
+			h.ServeHTTP(w, r)
+		})
+	}
+	other := httptest.NewServer(count(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "<html><title>landing</title></html>")
+	})))
+	t.Cleanup(other.Close)
+	home := httptest.NewServer(count(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/":
+			fmt.Fprint(w, `<html><a href="/go">go</a></html>`)
+		case "/go":
+			http.Redirect(w, r, other.URL+"/landing", http.StatusFound)
+		default:
+			http.NotFound(w, r)
+		}
+	})))
+	t.Cleanup(home.Close)
+	landing := strings.TrimPrefix(other.URL, "http://") + "/landing"
+	db := tempDB(t)
+	mustRun(t, cli.ExitOK, crawlArgs(db, home.URL+"/")...)
+	mu.Lock()
+	fetchedEarly := hits[landing]
+	mu.Unlock()
+	if fetchedEarly != 0 {
+		t.Fatalf("the other host was fetched under --scope seeds")
+	}
+	r := mustRun(t, cli.ExitOK, "export", "--db", db, "--links", "--format", "csv")
+	if !strings.Contains(r.stdout, "redirect") || !strings.Contains(r.stdout, other.URL+"/landing") {
+		t.Errorf("export --links lacks the redirect's link:\n%s", r.stdout)
+	}
+	mustRun(t, cli.ExitOK, crawlArgs(db, "--scope", "any")...)
+	mu.Lock()
+	defer mu.Unlock()
+	if hits[landing] != 1 {
+		t.Errorf("the redirect's target fetched %d times under --scope any, want once", hits[landing])
+	}
+	for k, n := range hits {
+		if n > 1 && !strings.HasSuffix(k, "/robots.txt") {
+			t.Errorf("%s fetched %d times", k, n)
 		}
 	}
 }

@@ -75,6 +75,7 @@ var linkPlaces = [...][2]string{
 	{"link", "href"}, {"image", "href"}, {"image", "xlink:href"}, {"use", "href"},
 	{"use", "xlink:href"}, {"style", "@import"}, {"style", "url"}, {"style", "image-set"},
 	{"@import", ""}, {"url", ""}, {"image-set", ""},
+	{"http", "Location"}, // a redirect's
 }
 
 var placeCodes = func() map[[2]string]byte {
@@ -214,7 +215,7 @@ func decodeOutlink(b []byte) (Outlink, []byte, error) {
 	l.To = Hash(b[:16])
 	bits, code := b[16], b[17]
 	l.Edge.Kind, l.Edge.Rel = LinkKind(bits&kindMask), LinkRel(bits>>relShift&relMask)
-	if bits>>(relShift+3) != 0 || l.Edge.Kind > LinkFrame {
+	if bits>>(relShift+3) != 0 || l.Edge.Kind > LinkRedirect {
 		return l, b, fmt.Errorf("%w: kind and rel %#x", ErrBadLinks, bits)
 	}
 	rest := b[18:]

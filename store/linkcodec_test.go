@@ -12,7 +12,7 @@ import (
 func drawOutlink(t *rapid.T) Outlink {
 	var l Outlink
 	copy(l.To[:], rapid.SliceOfN(rapid.Byte(), 16, 16).Draw(t, "to"))
-	l.Edge.Kind = LinkKind(rapid.IntRange(0, int(LinkFrame)).Draw(t, "kind"))
+	l.Edge.Kind = LinkKind(rapid.IntRange(0, int(LinkRedirect)).Draw(t, "kind"))
 	l.Edge.Rel = LinkRel(rapid.IntRange(0, 7).Draw(t, "rel"))
 	if rapid.Bool().Draw(t, "known") {
 		p := linkPlaces[rapid.IntRange(1, len(linkPlaces)-1).Draw(t, "place")]

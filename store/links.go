@@ -5,13 +5,16 @@ package store
 // wider scope can queue what a narrower one left out.
 
 // LinkKind is what a link is to its page: a page to go on to, or part of
-// the page (a requisite, a frame).
+// the page (a requisite, a frame); or, for a redirect, where it leads.
 type LinkKind uint8
 
 const (
 	LinkNavigation LinkKind = iota
 	LinkRequisite
 	LinkFrame
+	// LinkRedirect is a redirect's Location: the redirect's only link,
+	// followed at the redirect's own depth.
+	LinkRedirect
 )
 
 func (k LinkKind) String() string {
@@ -22,6 +25,8 @@ func (k LinkKind) String() string {
 		return "requisite"
 	case LinkFrame:
 		return "frame"
+	case LinkRedirect:
+		return "redirect"
 	}
 	return "unknown"
 }
