@@ -9,6 +9,7 @@ package backend
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -55,6 +56,12 @@ type Backend interface {
 	// RequeueFailedWhere requeues the failures keep chooses; it needs
 	// Capabilities.RetryFailed.
 	RequeueFailedWhere(keep func(r *store.Result) bool) (int, error)
+	// AddSeedHosts, SeedHosts, SeedHostsVersion and MergeSettings need
+	// Capabilities.SharedScope.
+	AddSeedHosts(hosts []string) error
+	SeedHosts() (hosts []string, version int64, err error)
+	SeedHostsVersion() (int64, error)
+	MergeSettings(settings, read map[string]json.RawMessage, given func(string) bool) ([]store.SettingConflict, error)
 	StageRefreshes(after uint64, staleBefore time.Time, limit int) (store.RefreshScan, error)
 
 	// HoldsCrawl reports whether the store held a crawl when it was

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
@@ -49,4 +50,23 @@ func (f *file) Discard() error {
 		err = errors.Join(err, os.Remove(f.Path()))
 	}
 	return err
+}
+
+// The seed hosts and settings of a file are written whole, by the one
+// process crawling it: it has no SharedScope.
+
+func (f *file) AddSeedHosts([]string) error {
+	return store.Unsupported(f.Path(), "a shared set of seed hosts")
+}
+
+func (f *file) SeedHosts() ([]string, int64, error) {
+	return nil, 0, store.Unsupported(f.Path(), "a shared set of seed hosts")
+}
+
+func (f *file) SeedHostsVersion() (int64, error) {
+	return 0, store.Unsupported(f.Path(), "a shared set of seed hosts")
+}
+
+func (f *file) MergeSettings(map[string]json.RawMessage, map[string]json.RawMessage, func(string) bool) ([]store.SettingConflict, error) {
+	return nil, store.Unsupported(f.Path(), "settings merged by name")
 }

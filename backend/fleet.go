@@ -15,7 +15,7 @@ import (
 // fleetCapabilities: every process of a fleet crawls the store at once and
 // shares the hosts' breakers through it; it keeps no refresh lanes, no
 // per-host page counts, no link graph and no way to queue failures again yet.
-var fleetCapabilities = store.Capabilities{Name: "--store redis://", SharedBreakers: true}
+var fleetCapabilities = store.Capabilities{Name: "--store redis://", SharedBreakers: true, SharedScope: true}
 
 // fleet is a fleet's store on Redis.
 type fleet struct {

@@ -48,6 +48,7 @@ type Engine struct {
 	givenUp   sync.Map            // host -> time.Time of its last FailHost
 	refresh   refresher           // --recrawl-after's walk over the results (recrawl.go)
 	widen     widening            // a wider scope's reading of the link graph (widen.go)
+	seedsRead seedRefresh         // a fleet's seed hosts as last read (fleetscope.go)
 	persistMu sync.Mutex
 	holdMu    sync.Mutex // serializes syncHold
 	// seedsFetched and seedsFailed count this run's outcomes of seeds and
@@ -245,6 +246,9 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	e.guard.start(fetchCtx)
 	if e.widen.pending {
 		go e.feedWidened(stopCtx, e.front.Feed()) // widen.go
+	}
+	if e.caps.SharedScope {
+		go e.watchSeeds(stopCtx.Done()) // fleetscope.go
 	}
 	go func() {
 		select {
@@ -450,6 +454,7 @@ func (e *Engine) prepareSeeds() error {
 			return fmt.Errorf("read stored seed hosts: %w", err)
 		}
 	}
+	storedHosts := len(seedHosts)
 	hosts := map[string]bool{}
 	for _, h := range seedHosts {
 		hosts[h] = true
@@ -470,6 +475,9 @@ func (e *Engine) prepareSeeds() error {
 		return err
 	}
 	e.scope = newScope(&e.opts, seedHosts)
+	if e.caps.SharedScope {
+		return e.shareScope(seedHosts[storedHosts:]) // fleetscope.go
+	}
 	if err := e.planWidening(stored, seedHosts); err != nil { // widen.go
 		return err
 	}

@@ -73,7 +73,7 @@ func validFleetID(id string) bool {
 func (e *Engine) openFrontier() (frontier.Queue, error) {
 	opts := e.opts
 	cfg := frontier.Config{Process: e.processID(), HostConcurrency: opts.HostConcurrency, Workers: opts.Workers,
-		Lease: opts.Fleet.Lease, Breaker: opts.breakerConfig(), OnClaim: e.sharedBreaker, OnBreaker: e.sharedBreaker,
+		Lease: opts.Fleet.Lease, Breaker: opts.breakerConfig(), OnClaim: e.claimed, OnBreaker: e.sharedBreaker,
 		Now: opts.Now, Logger: opts.Logger}
 	if e.archive != nil {
 		cfg.Archive = e.archive

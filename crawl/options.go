@@ -206,6 +206,11 @@ type Options struct {
 	// with the seeds' hosts, by flag name; nil leaves the stored ones as
 	// they are.
 	settings map[string]json.RawMessage
+	// settingsRead are the stored settings ResolveFlags read, and
+	// settingsGiven the stored ones a flag gave: a fleet's store merges
+	// the settings by them (MergeSettings).
+	settingsRead  map[string]json.RawMessage
+	settingsGiven map[string]bool
 
 	// sitemapLimits bound each sitemap file; zero fields take the
 	// sitemaps.org limits (sitemap.DefaultMaxURLs, DefaultMaxBytes). Tests

@@ -104,6 +104,9 @@ func (e *Engine) unreservePage(it store.Item) {
 // breaker and politeness.
 func (e *Engine) authorise(x *exchange) (disposition, bool) {
 	it := x.lease.Item
+	if e.outOfScope(it) && e.caps.SharedScope {
+		e.refreshSeeds(false) // another process's new seeds may cover it (fleetscope.go)
+	}
 	if e.outOfScope(it) {
 		return failed(&store.Result{ErrorClass: classOutOfScope,
 			Error: "outside the crawl's scope, narrowed since the URL was queued"}), true

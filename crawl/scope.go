@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/net/publicsuffix"
 )
@@ -13,21 +14,45 @@ import (
 // half of authorisation (robots.txt is the second, at fetch time).
 type scope struct {
 	mode     string
-	hosts    map[string]bool // host keys of the seeds
-	domains  map[string]bool // registrable domains of the seeds
+	seeds    atomic.Pointer[seedSet] // replaced whole when a fleet's seeds grow
 	include  []*regexp.Regexp
 	exclude  []*regexp.Regexp
 	maxDepth int
 }
 
-func newScope(o *Options, seedHosts []string) *scope {
-	s := &scope{mode: o.Scope, hosts: map[string]bool{}, domains: map[string]bool{},
-		include: o.Include, exclude: o.Exclude, maxDepth: o.MaxDepth}
+// seedSet is the seeds' hosts as the scope reads them.
+type seedSet struct {
+	hosts   map[string]bool // host keys of the seeds
+	domains map[string]bool // registrable domains of the seeds
+}
+
+func newSeedSet(seedHosts []string) *seedSet {
+	set := &seedSet{hosts: make(map[string]bool, len(seedHosts)), domains: map[string]bool{}}
 	for _, h := range seedHosts {
-		s.hosts[h] = true
-		s.domains[registrableDomain(h)] = true
+		set.hosts[h] = true
+		set.domains[registrableDomain(h)] = true
 	}
+	return set
+}
+
+func newScope(o *Options, seedHosts []string) *scope {
+	s := &scope{mode: o.Scope, include: o.Include, exclude: o.Exclude, maxDepth: o.MaxDepth}
+	s.seeds.Store(newSeedSet(seedHosts))
 	return s
+}
+
+// seedHost reports whether host is on a seed.
+func (s *scope) seedHost(host string) bool { return s.seeds.Load().hosts[host] }
+
+// coversHost reports whether the scope's mode admits host.
+func (s *scope) coversHost(host string) bool {
+	switch s.mode {
+	case ScopeSeeds:
+		return s.seeds.Load().hosts[host]
+	case ScopeDomain:
+		return s.seeds.Load().domains[registrableDomain(host)]
+	}
+	return true
 }
 
 // withoutSecrets reports whether a request to host (a host key) leaves
@@ -37,7 +62,7 @@ func newScope(o *Options, seedHosts []string) *scope {
 // redirect to another host does not take the seed host's credentials
 // with it.
 func (e *Engine) withoutSecrets(host string) bool {
-	return e.opts.HeaderHosts != HeaderHostsAll && !e.scope.hosts[host]
+	return e.opts.HeaderHosts != HeaderHostsAll && !e.scope.seedHost(host)
 }
 
 // allows reports whether a discovered URL (already canonicalized to host) may be queued.
@@ -45,17 +70,7 @@ func (s *scope) allows(rawURL, host string, depth int) bool {
 	if s.maxDepth >= 0 && depth > s.maxDepth {
 		return false
 	}
-	switch s.mode {
-	case ScopeSeeds:
-		if !s.hosts[host] {
-			return false
-		}
-	case ScopeDomain:
-		if !s.domains[registrableDomain(host)] {
-			return false
-		}
-	}
-	return s.matchesFilters(rawURL)
+	return s.coversHost(host) && s.matchesFilters(rawURL)
 }
 
 // allowsRequisite reports whether a page's requisite may be fetched: on

@@ -54,6 +54,16 @@ func ResolveFlags(db interface{ Settings() ([]byte, error) }, v *FlagValues, giv
 		return nil, fmt.Errorf("the crawl's settings, stored and given: %w", err)
 	}
 	v.Options.settings = merged
+	v.Options.settingsRead = map[string]json.RawMessage{}
+	if len(stored) > 0 {
+		json.Unmarshal(stored, &v.Options.settingsRead) // mergeSettings read it
+	}
+	v.Options.settingsGiven = map[string]bool{}
+	for _, f := range flagTable {
+		if f.Stored && given(f.Name) {
+			v.Options.settingsGiven[f.Name] = true
+		}
+	}
 	return changes, nil
 }
 

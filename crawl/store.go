@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"encoding/json"
 	"time"
 
 	"breakwater/control"
@@ -45,6 +46,12 @@ type Store interface {
 	// RequeueFailedWhere requeues the failures keep chooses; it needs
 	// Capabilities.RetryFailed.
 	RequeueFailedWhere(keep func(r *store.Result) bool) (int, error)
+	// AddSeedHosts, SeedHosts, SeedHostsVersion and MergeSettings need
+	// Capabilities.SharedScope.
+	AddSeedHosts(hosts []string) error
+	SeedHosts() (hosts []string, version int64, err error)
+	SeedHostsVersion() (int64, error)
+	MergeSettings(settings, read map[string]json.RawMessage, given func(string) bool) ([]store.SettingConflict, error)
 	// StageRefreshes needs Capabilities.Refresh.
 	StageRefreshes(after uint64, staleBefore time.Time, limit int) (store.RefreshScan, error)
 }

@@ -25,11 +25,16 @@ func bg() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), time.Minute)
 }
 
-// Settings returns the crawl's stored settings, or store.ErrNotFound.
+// Settings returns the crawl's stored settings as one JSON object, by
+// setting name, or store.ErrNotFound (scope.go keeps them by name).
 func (s *Store) Settings() ([]byte, error) {
+	data, err := s.settingsByName()
+	if !errors.Is(err, store.ErrNotFound) {
+		return data, err
+	}
 	ctx, cancel := bg()
 	defer cancel()
-	data, err := s.rdb.Get(ctx, keySettings).Bytes()
+	data, err = s.rdb.Get(ctx, keySettings).Bytes() // a store from before
 	if errors.Is(err, redis.Nil) {
 		return nil, store.ErrNotFound
 	}
@@ -39,13 +44,34 @@ func (s *Store) Settings() ([]byte, error) {
 	return data, nil
 }
 
-// PutSettings stores the crawl's settings.
+// PutSettings stores the crawl's settings (a JSON object by setting
+// name), each replacing the stored one; seed_hosts, when there, is added
+// to the seed hosts. A fleet's processes merge theirs (MergeSettings).
 func (s *Store) PutSettings(data []byte) error {
+	obj := map[string]json.RawMessage{}
+	if err := json.Unmarshal(data, &obj); err != nil {
+		return fmt.Errorf("store %s: write settings: %w", s.display, err)
+	}
+	if raw, ok := obj[settingSeedHostsV1]; ok {
+		var hosts []string
+		if err := json.Unmarshal(raw, &hosts); err != nil {
+			return fmt.Errorf("store %s: write settings: seed hosts: %w", s.display, err)
+		}
+		if err := s.AddSeedHosts(hosts); err != nil {
+			return err
+		}
+		delete(obj, settingSeedHostsV1)
+	}
+	if err := s.migrateSettings(); err != nil {
+		return err
+	}
 	ctx, cancel := bg()
 	defer cancel()
 	pipe := s.rdb.TxPipeline()
 	pipe.SetNX(ctx, keySchema, schemaMarker, 0)
-	pipe.Set(ctx, keySettings, data, 0)
+	for name, v := range obj {
+		pipe.HSet(ctx, keySettingsByName, name, string(v))
+	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("store %s: write settings: %w", s.display, err)
 	}

@@ -42,6 +42,11 @@ type Capabilities struct {
 	// and reports of who links to what. Without it the crawl stores none
 	// and the commands that read them are refused.
 	LinkGraph bool
+	// SharedScope: processes that start at any time crawl the store at
+	// once, so the seeds' hosts are a set each adds to (AddSeedHosts,
+	// SeedHosts, SeedHostsVersion) and the settings are merged setting by
+	// setting (MergeSettings), never written whole.
+	SharedScope bool
 }
 
 // ErrUnsupported is returned by a store's method for what its
@@ -51,4 +56,13 @@ var ErrUnsupported = errors.New("not supported by this store")
 // Unsupported is ErrUnsupported for what, named by the store.
 func Unsupported(store, what string) error {
 	return fmt.Errorf("%s: %s: %w", store, what, ErrUnsupported)
+}
+
+// SettingConflict is a setting another process of a fleet stored while
+// this one started: its value, this process's, and whether this one's
+// (given by a flag) replaced it.
+type SettingConflict struct {
+	Name        string
+	Other, Ours []byte
+	Replaced    bool
 }
