@@ -33,9 +33,10 @@ func progressShown(mode string, stderr io.Writer) (bool, error) {
 // line first erases the progress line, which the next redraw brings back,
 // so the two never mix on one line.
 type lineWriter struct {
-	mu    sync.Mutex
-	w     io.Writer
-	drawn bool
+	mu     sync.Mutex
+	w      io.Writer
+	drawn  bool
+	closed bool // the bar is stopped: a late redraw of its own is dropped
 }
 
 func (l *lineWriter) Write(p []byte) (int, error) {
@@ -54,6 +55,9 @@ type barSide struct{ l *lineWriter }
 func (b barSide) Write(p []byte) (int, error) {
 	b.l.mu.Lock()
 	defer b.l.mu.Unlock()
+	if b.l.closed {
+		return len(p), nil
+	}
 	b.l.drawn = true
 	return b.l.w.Write(p)
 }
@@ -95,10 +99,15 @@ func showProgress(l *lineWriter, engine *crawl.Engine, maxPages int, every time.
 	return func() {
 		close(quit)
 		<-done
-		bar.Clear()
+		// The spinner redraws on a goroutine of its own: the line is
+		// erased and the bar cut off in one step, so no redraw follows.
 		l.mu.Lock()
-		l.drawn = false
+		if l.drawn {
+			io.WriteString(l.w, "\r\033[2K")
+		}
+		l.drawn, l.closed = false, true
 		l.mu.Unlock()
+		bar.Finish() // ends the spinner's goroutine; what it draws is dropped
 	}
 }
 
