@@ -22,10 +22,13 @@ var (
 	loadSource string
 	//go:embed shard.lua
 	shardSource string
+	//go:embed lease.lua
+	leaseSource string
 
 	applyScript = redis.NewScript(applySource)
 	loadScript  = redis.NewScript(loadSource)
 	shardScript = redis.NewScript(shardSource)
+	leaseScript = redis.NewScript(leaseSource)
 )
 
 // MinVersion is the oldest Redis the scripts are written for (the
