@@ -142,6 +142,9 @@ func New(opts Options, db Store) (*Engine, error) {
 	e.budget = NewRetryBudget(opts.RetryBudget, time.Minute, 3)
 	e.guard = newFaultGuard(opts.LocalFault)
 	e.breakers = breaker.NewRegistry(opts.breakerConfig(), e.onTransition)
+	if err := e.claimProcess(); err != nil {
+		return nil, err
+	}
 	if err := e.loadBreakers(); err != nil {
 		return nil, err
 	}

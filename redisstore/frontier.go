@@ -86,10 +86,7 @@ func (o FrontierOptions) withDefaults() FrontierOptions {
 	if o.Hosts <= 0 {
 		o.Hosts = 16
 	}
-	if o.Lease <= 0 {
-		o.Lease = 10 * time.Second
-	}
-	o.Lease = max(o.Lease, MinLease(o.RequestTimeout))
+	o.Lease = EffectiveLease(o.Lease, o.RequestTimeout)
 	if o.Buffer <= 0 {
 		o.Buffer = 16
 	}
@@ -109,6 +106,15 @@ func (o FrontierOptions) withDefaults() FrontierOptions {
 		o.OnBreaker = func(string, breaker.Breaker) {}
 	}
 	return o
+}
+
+// EffectiveLease is the lease a process given lease (0: 10s) holds with
+// requests of up to timeout: at least MinLease(timeout).
+func EffectiveLease(lease, timeout time.Duration) time.Duration {
+	if lease <= 0 {
+		lease = 10 * time.Second
+	}
+	return max(lease, MinLease(timeout))
 }
 
 // MinLease is the shortest lease a process whose requests take up to
