@@ -61,7 +61,7 @@ func TestLeaseScriptSteps(t *testing.T) {
 		{[]any{"acquire", "p2", 10000, t1}, "[0 6000 p1]"}, // p1's until 11000
 		{[]any{"renew", "p2", "1", 10000, t1}, "[0 0 p1]"}, // not p2's
 		{[]any{"acquire", "p2", 10000, t2}, "[0 1 p1]"},
-		{[]any{"acquire", "p2", 10000, t3}, "[2 10000]"}, // expired: p2's, token 2
+		{[]any{"acquire", "p2", 10000, t3}, "[2 10000]"},   // expired: p2's, token 2
 		{[]any{"renew", "p1", "1", 10000, t3}, "[0 0 p2]"}, // p1 lost it
 		{[]any{"renew", "p2", "1", 10000, t3}, "[0 0 p2]"}, // an old token renews nothing
 		{[]any{"renew", "p2", "2", 10000, t3}, "[1 10000]"},
