@@ -142,13 +142,15 @@ func New(opts Options, db Store) (*Engine, error) {
 	e.budget = NewRetryBudget(opts.RetryBudget, time.Minute, 3)
 	e.guard = newFaultGuard(opts.LocalFault)
 	e.breakers = breaker.NewRegistry(opts.breakerConfig(), e.onTransition)
-	if err := e.claimProcess(); err != nil {
-		return nil, err
-	}
 	if err := e.loadBreakers(); err != nil {
 		return nil, err
 	}
 	if err := e.prepareSeeds(); err != nil {
+		return nil, err
+	}
+	// The fleet ID is taken before anything is written under it, and
+	// after the seeds, whose settings mark an empty store as a crawl's.
+	if err := e.claimProcess(); err != nil {
 		return nil, err
 	}
 	// The frontier opens here, not in Run, so that the control socket can

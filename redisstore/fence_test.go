@@ -242,7 +242,7 @@ func TestSkewedClockStealsNoLease(t *testing.T) {
 	b := OpenFrontier(s, ob)
 	defer b.Close()
 	for range 3 {
-		if _, err := b.claim(ctx, true); err != nil {
+		if _, _, err := b.claim(ctx, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -323,7 +323,7 @@ func TestIdleFrontierCommands(t *testing.T) {
 	if err := s.PutSettings([]byte(`{"seeds":[]}`)); err != nil {
 		t.Fatal(err)
 	}
-	busy := OpenFrontier(s, ftOptions(s, "busy", 10*time.Second, 4))
+	busy := OpenFrontier(s, ftOptions(s, "busy", 10*time.Second, 1)) // room for its one host only
 	defer busy.Close()
 	if err := busy.Add(ftItem("only.test", "/1"), ftItem("only.test", "/2")); err != nil {
 		t.Fatal(err)

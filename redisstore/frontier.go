@@ -118,9 +118,9 @@ func EffectiveLease(lease, timeout time.Duration) time.Duration {
 }
 
 // MinLease is the shortest lease a process whose requests take up to
-// timeout may hold: renewed every quarter lease, a lease never has less
-// than three quarters left, which must outlast a request started just
-// before a renewal, with a margin for the round trip.
+// timeout may hold: renewed every fifth of a lease (renewEvery), a lease
+// keeps about four fifths, and three quarters must outlast a request
+// started just before a renewal, with a margin for the round trip.
 func MinLease(timeout time.Duration) time.Duration {
 	if timeout <= 0 {
 		return 0

@@ -52,7 +52,7 @@ func (f *Frontier) manager() {
 				renewed = time.Time{} // renew first: leases may have expired meanwhile
 			}
 		}
-		if err == nil && time.Since(renewed) >= f.o.Lease/4 {
+		if err == nil && time.Since(renewed) >= renewEvery(f.o.Lease) {
 			if err = f.renew(ctx); err == nil {
 				renewed = time.Now()
 			}
@@ -62,9 +62,12 @@ func (f *Frontier) manager() {
 			if f.listedNew.Swap(false) {
 				nextLook = time.Time{} // this process just listed hosts: look now
 			}
+			if err == nil {
+				err = f.giveBack(ctx) // first: a look must not count the hosts it is done with
+			}
 			local := f.localWork()
-			if busy && !local {
-				nextLook = time.Time{} // it just ran out: is the fleet done?
+			if (busy || f.hasNews()) && !local {
+				nextLook = time.Time{} // it just ran out, or a shard changed: is the fleet done?
 			}
 			busy = local
 			if local {
@@ -73,13 +76,14 @@ func (f *Frontier) manager() {
 				f.mu.Unlock()
 			}
 			if err == nil {
-				var looked bool
-				if looked, err = f.claim(ctx, !time.Now().Before(nextLook)); looked {
+				var looked, full bool
+				looked, full, err = f.claim(ctx, !time.Now().Before(nextLook))
+				switch {
+				case full:
+					nextLook = time.Time{} // more hosts may be ready: look as soon as it has room
+				case looked:
 					nextLook = time.Now().Add(f.idlePoll())
 				}
-			}
-			if err == nil {
-				err = f.giveBack(ctx)
 			}
 		}
 		cancel()
@@ -157,6 +161,13 @@ func (f *Frontier) noteNews(shard int, at time.Time) {
 	}
 }
 
+// hasNews reports whether the work channel said anything not yet taken.
+func (f *Frontier) hasNews() bool {
+	f.newsMu.Lock()
+	defer f.newsMu.Unlock()
+	return len(f.news) > 0
+}
+
 // takeNews removes and returns the shards with news due by now.
 func (f *Frontier) takeNews(now time.Time) []int {
 	f.newsMu.Lock()
@@ -170,6 +181,11 @@ func (f *Frontier) takeNews(now time.Time) []int {
 	}
 	return due
 }
+
+// renewEvery is how often the leases are renewed: a fifth of a lease,
+// so that a lease keeps four fifths, more than a request's timeout
+// (MinLease), with room for a late renewal.
+func renewEvery(lease time.Duration) time.Duration { return lease / 5 }
 
 // idlePoll is how often a process that wants more hosts looks at every
 // shard: each look is one command per shard, so an idle process costs
@@ -261,8 +277,9 @@ func (f *Frontier) loadHosts(ctx context.Context, hosts []string, now time.Time)
 // Hosts hosts with work: from the shards the work channel named, and,
 // with look, from every shard with a host due, after a look at all of
 // them that also tells whether the fleet has work left (lookAtFleet).
-// It reports whether it looked.
-func (f *Frontier) claim(ctx context.Context, look bool) (bool, error) {
+// It reports whether it looked, and whether it took as many hosts as it
+// had room for (full: more may be ready).
+func (f *Frontier) claim(ctx context.Context, look bool) (looked, full bool, err error) {
 	f.mu.Lock()
 	busy := 0
 	for _, h := range f.hosts {
@@ -274,12 +291,12 @@ func (f *Frontier) claim(ctx context.Context, look bool) (bool, error) {
 	f.mu.Unlock()
 	shards := f.takeNews(f.o.Now())
 	if need <= 0 {
-		return false, nil
+		return false, false, nil
 	}
 	if look {
 		due, active, err := f.s.peek(ctx)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		for _, n := range due {
 			if !slices.Contains(shards, n) {
@@ -287,20 +304,17 @@ func (f *Frontier) claim(ctx context.Context, look bool) (bool, error) {
 			}
 		}
 		if err := f.lookAtFleet(ctx, active); err != nil {
-			return true, err
+			return true, false, err
 		}
 	}
 	if len(shards) == 0 {
-		return look, nil
+		return look, false, nil
 	}
 	got, err := f.claimOn(ctx, shards, need)
-	if err != nil {
-		return look, err
+	if err != nil || len(got) == 0 {
+		return look, false, err
 	}
-	if len(got) == 0 {
-		return look, nil
-	}
-	return look, f.take(ctx, got)
+	return look, len(got) >= need, f.take(ctx, got)
 }
 
 // claimOn asks each of shards at once for its share of need hosts, and

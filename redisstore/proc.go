@@ -89,6 +89,10 @@ func (s *Store) ClaimID(ctx context.Context, id, instance string, stale time.Dur
 		}
 		raw, _ := res[1].(string)
 		age, _ := res[2].(int64)
+		if gone(raw) {
+			stale = 0 // its process is known dead: take the ID now
+			continue
+		}
 		if first == "" {
 			first = raw
 		} else if raw != first {
@@ -103,6 +107,20 @@ func (s *Store) ClaimID(ctx context.Context, id, instance string, stale time.Dur
 		case <-time.After(max(wait, time.Millisecond)):
 		}
 	}
+}
+
+// gone reports whether the heartbeat raw is of a process of this host
+// that no longer runs (another process's PID, not found): a restart after
+// a kill need not wait the heartbeat out. Containers sharing a host name
+// may each run their process as PID 1, so a PID that exists proves
+// nothing, nor does this process's own.
+func gone(raw string) bool {
+	var b Heartbeat
+	if json.Unmarshal([]byte(raw), &b) != nil || b.PID <= 0 || b.PID == os.Getpid() {
+		return false
+	}
+	name, _ := os.Hostname()
+	return b.Hostname == name && !processRuns(b.PID)
 }
 
 func (s *Store) beatJSON(now time.Time, hosts, inflight int) []byte {
