@@ -371,8 +371,11 @@ func (f *Frontier) take(ctx context.Context, claimed []string) error {
 	restore := f.s.rdb.Pipeline()
 	for i, host := range claimed {
 		vals, err := cmds[i].Slice()
-		if err != nil || len(vals) < 2 {
-			return fmt.Errorf("acquire the lease of %s: %v %w", host, vals, err)
+		if err != nil {
+			return fmt.Errorf("acquire the lease of %s: %w", host, err)
+		}
+		if len(vals) < 2 {
+			return fmt.Errorf("acquire the lease of %s: reply %v", host, vals)
 		}
 		token, _ := vals[0].(int64)
 		left, _ := vals[1].(int64)

@@ -19,9 +19,16 @@ local function current()
   if not ok or type(beat) ~= 'table' then return raw, {} end
   return raw, beat
 end
-local function write(raw)
+-- write stores the beat raw over what the run's last beat said (a beat
+-- that says less, such as the crawl's running mark, keeps the rest).
+local function write(raw, last)
   local ok, beat = pcall(cjson.decode, raw)
   if not ok or type(beat) ~= 'table' then beat = {} end
+  if last and last.instance == instance then
+    for f, v in pairs(last) do
+      if beat[f] == nil then beat[f] = v end
+    end
+  end
   beat.instance, beat.server_ms = instance, now
   redis.call('HSET', k, id, cjson.encode(beat))
 end
@@ -37,7 +44,7 @@ if op == 'claim' then
 elseif op == 'beat' then
   local raw, beat = current()
   if raw and beat.instance and beat.instance ~= instance then return 0 end
-  write(ARGV[4])
+  write(ARGV[4], beat)
   return 1
 elseif op == 'end' then
   local raw, beat = current()
