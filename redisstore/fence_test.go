@@ -354,3 +354,86 @@ func TestIdleFrontierCommands(t *testing.T) {
 		t.Fatalf("the idle process's lease: %v %v, want new.test's URL", l, err)
 	}
 }
+
+// TestShardAnnouncesWork: the shard operations that make a host ready
+// announce the shard on the work channel ("N", or "N DELAY" for later);
+// one that makes nothing ready says nothing; restore gives a shard entry
+// back to the holder of the host's lease.
+func TestShardAnnouncesWork(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	ps := rdb.Subscribe(ctx, workChannel)
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil { // the subscription's confirmation
+		t.Fatal(err)
+	}
+	msgs := ps.Channel()
+	hosts := ftHostsOfShard(2)
+	a, b := hosts[0], hosts[1]
+	n := shardOf(a)
+	k := keysOfShard(n)
+	want := func(step, payload string) {
+		t.Helper()
+		// A marker published after the step: what came before it is the step's.
+		rdb.Publish(ctx, workChannel, "marker")
+		var got []string
+		for m := range msgs {
+			if m.Payload == "marker" {
+				break
+			}
+			got = append(got, m.Payload)
+		}
+		if strings.Join(got, ",") != payload {
+			t.Errorf("%s announced %q, want %q", step, got, payload)
+		}
+	}
+	shard := strconv.Itoa(n)
+	ftShard(t, rdb, n, "touch", 1000, a)
+	want("touch of a new host", shard)
+	ftShard(t, rdb, n, "touch", 1000, a)
+	want("touch of a listed host", "")
+	ftShard(t, rdb, n, "claim", "p1", 1000, 10000, 10)
+	want("claim", "")
+	ftShard(t, rdb, n, "release", "p1", a, 2000, 3000)
+	want("release for later", shard+" 3000")
+	ftShard(t, rdb, n, "wake", 2500, a)
+	want("wake", shard)
+	ftShard(t, rdb, n, "claim", "p1", 2500, 10000, 10)
+	ftShard(t, rdb, n, "release", "p1", a, 2600, "held")
+	want("release held", "")
+	if s, _ := ftZScore(t, rdb, k.ready, a); int64(s) != heldScore {
+		t.Errorf("a held host scores %v, want heldScore", s)
+	}
+	ftShard(t, rdb, n, "touch", 3000, b)
+	ftShard(t, rdb, n, "claim", "p1", 3000, 10000, 10)
+	want("touch, claim", shard)
+	tc, _ := rdb.HGet(ctx, k.touch, b).Result()
+	ftShard(t, rdb, n, "drop", "p1", b, tc, 3100)
+	want("the drop of the shard's last host with work", shard)
+
+	// restore: p2 claimed c in the shard, but p1 holds c's lease for 700 ms more.
+	c := hosts[1] + ".restore"
+	ftShard(t, rdb, shardOf(c), "touch", 4000, c)
+	ftShard(t, rdb, shardOf(c), "claim", "p2", 4000, 10000, 10)
+	if r, _ := ftShard(t, rdb, shardOf(c), "restore", "p3", c, "p1", 700, 4000).Int64(); r != 0 {
+		t.Errorf("a stranger restored c")
+	}
+	if r, _ := ftShard(t, rdb, shardOf(c), "restore", "p2", c, "p1", 700, 4000).Int64(); r != 1 {
+		t.Errorf("p2's restore of c: %d, want 1", r)
+	}
+	kc := keysOfShard(shardOf(c))
+	if o, _ := rdb.HGet(ctx, kc.owner, c).Result(); o != "p1" {
+		t.Errorf("c's owner after the restore: %q, want p1", o)
+	}
+	if s, _ := ftZScore(t, rdb, kc.ready, c); s != 4700 {
+		t.Errorf("c scores %v after the restore, want p1's expiry 4700", s)
+	}
+	for _, p := range []string{"3", "3 250", "x", "-1", "16", "3 -5"} {
+		shard, delay, ok := parseNews(p)
+		t.Logf("parseNews(%q) = %d %s %v", p, shard, delay, ok)
+		if wantOK := p == "3" || p == "3 250"; ok != wantOK {
+			t.Errorf("parseNews(%q) ok %v, want %v", p, ok, wantOK)
+		}
+	}
+}

@@ -688,6 +688,10 @@ func (f *Frontier) Close() error {
 	close(f.stop)
 	f.done.Wait()
 	f.releaseAll()
+	if n := f.refused.Load(); n > 0 {
+		f.o.Logger.Warn("writes refused this run: this process lost those hosts' leases to another, which fetched their URLs again",
+			"store", f.s.display, "refused", n)
+	}
 	return f.fatal
 }
 
