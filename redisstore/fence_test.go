@@ -315,8 +315,8 @@ func TestOneProcessPerFleetID(t *testing.T) {
 
 // TestIdleFrontierCommands: a process with nothing to claim (another holds
 // the only host) waits on the work channel and costs Redis at most 10
-// commands a second; a host listed by another process reaches it through
-// the channel.
+// commands a second, also with news of a host ready later; a host listed
+// by another process reaches it through the channel.
 func TestIdleFrontierCommands(t *testing.T) {
 	srv := redistest.Start(t)
 	s := ftStore(t, srv.URL())
@@ -337,6 +337,10 @@ func TestIdleFrontierCommands(t *testing.T) {
 	idle := OpenFrontier(quiet, ftOptions(quiet, "idle", 10*time.Second, 4))
 	defer idle.Close()
 	time.Sleep(500 * time.Millisecond) // its first look
+	// News of a host ready in a minute: it waits for the time, not polls.
+	if err := s.Client().Publish(ctx, workChannel, "3 60000").Err(); err != nil {
+		t.Fatal(err)
+	}
 	from, start := quiet.Commands(), time.Now()
 	time.Sleep(6 * time.Second)
 	n, took := quiet.Commands()-from, time.Since(start)

@@ -66,7 +66,7 @@ func (f *Frontier) manager() {
 				err = f.giveBack(ctx) // first: a look must not count the hosts it is done with
 			}
 			local := f.localWork()
-			if (busy || f.hasNews()) && !local {
+			if (busy || f.hasNews(f.o.Now())) && !local {
 				nextLook = time.Time{} // it just ran out, or a shard changed: is the fleet done?
 			}
 			busy = local
@@ -161,11 +161,17 @@ func (f *Frontier) noteNews(shard int, at time.Time) {
 	}
 }
 
-// hasNews reports whether the work channel said anything not yet taken.
-func (f *Frontier) hasNews() bool {
+// hasNews reports whether the work channel said something due by now
+// that is not yet taken (news of a host ready later waits its time).
+func (f *Frontier) hasNews(now time.Time) bool {
 	f.newsMu.Lock()
 	defer f.newsMu.Unlock()
-	return len(f.news) > 0
+	for _, at := range f.news {
+		if !at.After(now) {
+			return true
+		}
+	}
+	return false
 }
 
 // takeNews removes and returns the shards with news due by now.
