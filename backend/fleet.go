@@ -21,6 +21,8 @@ var fleetCapabilities = store.Capabilities{Name: "--store redis://", SharedBreak
 type fleet struct {
 	*redisstore.Store
 	holdsCrawl bool
+	// instance names this run in its heartbeats, from ClaimProcess on.
+	instance string
 }
 
 // Fleet is the backend of a fleet's store already open, which Close and
@@ -36,11 +38,39 @@ func (f *fleet) Capabilities() store.Capabilities { return fleetCapabilities }
 // hosts to keep its workers busy (redisstore.HostsFor) and shares their
 // breakers.
 func (f *fleet) OpenFrontier(cfg frontier.Config) (frontier.Queue, error) {
-	o := redisstore.FrontierOptions{ID: cfg.Process, HostConcurrency: cfg.HostConcurrency,
-		Hosts: redisstore.HostsFor(cfg.Workers, cfg.HostConcurrency), Lease: cfg.Lease,
+	o := f.options(cfg)
+	if f.instance == "" {
+		fr, err := redisstore.Start(context.Background(), f.Store, o)
+		if err != nil {
+			return nil, err
+		}
+		return fleetQueue{fr}, nil
+	}
+	return fleetQueue{redisstore.OpenFrontier(f.Store, o)}, nil
+}
+
+func (f *fleet) options(cfg frontier.Config) redisstore.FrontierOptions {
+	return redisstore.FrontierOptions{ID: cfg.Process, Instance: f.instance, HostConcurrency: cfg.HostConcurrency,
+		Hosts: redisstore.HostsFor(cfg.Workers, cfg.HostConcurrency), Lease: cfg.Lease, RequestTimeout: cfg.RequestTimeout,
 		Breakers: redisstore.NewBreakers(f.Client(), cfg.Breaker), OnClaim: cfg.OnClaim, OnBreaker: cfg.OnBreaker,
 		Archive: cfg.Archive, Now: cfg.Now, Logger: cfg.Logger}
-	return fleetQueue{redisstore.OpenFrontier(f.Store, o)}, nil
+}
+
+// ErrFleetIDInUse is a --fleet-id a live process of the fleet holds.
+var ErrFleetIDInUse = redisstore.ErrFleetIDInUse
+
+// ClaimProcess takes the process's fleet ID for this run, before anything
+// is written under it: refused (ErrFleetIDInUse, naming the live process)
+// while another live process holds it.
+func (f *fleet) ClaimProcess(cfg frontier.Config) error {
+	o := f.options(cfg)
+	instance := redisstore.NewInstance()
+	lease := redisstore.EffectiveLease(o.Lease, o.RequestTimeout)
+	if err := f.ClaimID(context.Background(), o.ID, instance, lease/2, time.Now()); err != nil {
+		return err
+	}
+	f.instance = instance
+	return nil
 }
 
 // Archive keeps each process's archive state apart, and names its files

@@ -21,8 +21,9 @@ const (
 	Times       Unit = "times"      // a ratio printed as 2.50x
 	Change      Unit = "change"     // a relative change printed as +12.5%
 	Count       Unit = "count"
-	PerPage     Unit = "per page" // a count divided by pages, two decimals
-	Text        Unit = "text"     // no number: Figure.Text says it
+	PerPage     Unit = "per page"   // a count divided by pages, two decimals
+	PerSecond   Unit = "per second" // a count divided by seconds, one decimal
+	Text        Unit = "text"       // no number: Figure.Text says it
 )
 
 // Op is how a figure is held against its target.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // TargetFleetRatio is the fleet's target: the most processes on Redis
@@ -52,6 +53,12 @@ func (r *Report) fleetSection() *Section {
 	}
 	if f.RedisToBolt > 0 {
 		s.Figures = append(s.Figures, num("1 process on Redis / 1 on bbolt, pages/s", Share, f.RedisToBolt, "what the store costs"))
+	}
+	if f.Idle != nil {
+		s.Figures = append(s.Figures, num("an idle process: Redis commands a second, server INFO", PerSecond, f.Idle.PerSec,
+			fmt.Sprintf("one process whose crawl's only host another holds, waiting for work: total_commands_processed "+
+				"over %s (every command its scripts run counted), less the bench's own INFO", f.Idle.Window.Round(time.Second))).
+			want(AtMost, TargetIdleCommands))
 	}
 	s.Figures = append(s.Figures, f.healthFigures()...)
 	return s

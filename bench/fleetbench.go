@@ -109,6 +109,8 @@ type FleetResult struct {
 	// one on bbolt: what the store costs.
 	FleetToBolt float64 `json:"fleet_to_bolt"`
 	RedisToBolt float64 `json:"redis_to_bolt"`
+	// Idle is what one idle process costs Redis.
+	Idle *FleetIdle `json:"idle,omitempty"`
 }
 
 // Bolt is the bbolt run; Redis the run of n processes on Redis.

@@ -85,6 +85,11 @@ func (r *runner) fleetSection(ctx context.Context) error {
 	for _, run := range res.Runs {
 		run.summarize()
 	}
+	if res.Idle, err = r.fleetIdle(ctx, site, dir, store); err != nil {
+		return err
+	}
+	cfg.logf("fleet: an idle process: %d commands in %s, %.1f a second (server INFO)", res.Idle.ServerCommands,
+		format(Seconds, res.Idle.Window.Seconds()), res.Idle.PerSec)
 	if err := store.reset(ctx); err != nil { // leave the database as empty as the last run found it
 		return err
 	}

@@ -213,6 +213,8 @@ func format(u Unit, v float64) string {
 		return fmt.Sprintf("%+.1f%%", v*100)
 	case PerPage:
 		return fmt.Sprintf("%.2f", v)
+	case PerSecond:
+		return fmt.Sprintf("%.1f /s", v)
 	}
 	return thousands(v)
 }

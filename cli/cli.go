@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"breakwater/backend"
 	"context"
 	"errors"
 	"fmt"
@@ -91,7 +92,7 @@ func codeOf(err error) int {
 		return ExitFailed
 	case errors.As(err, new(findingsError)):
 		return ExitFindings
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.Is(err, backend.ErrFleetIDInUse):
 		return ExitUsage
 	default:
 		return ExitError

@@ -23,7 +23,7 @@ func (e *Engine) openArchive() error {
 		return nil
 	}
 	// On a store several processes crawl, each keeps its own files, named
-	// after the process (HOSTNAME-PID by default), and its own state.
+	// after the process (its fleet ID), and its own state.
 	state, name := e.db.Archive(e.processID())
 	w, err := warc.Open(state, warc.Options{Dir: o.Dir, Prefix: o.Prefix, MaxFileSize: o.Size, Dedupe: o.Dedupe, Hostname: name,
 		KeepSecrets: o.Secrets == WARCSecretsKeep, Software: "breakwater/" + Version, Now: e.opts.Now, Logger: e.log,

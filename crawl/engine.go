@@ -150,6 +150,11 @@ func New(opts Options, db Store) (*Engine, error) {
 	if err := e.prepareSeeds(); err != nil {
 		return nil, err
 	}
+	// The fleet ID is taken before anything is written under it, and
+	// after the seeds, whose settings mark an empty store as a crawl's.
+	if err := e.claimProcess(); err != nil {
+		return nil, err
+	}
 	// The frontier opens here, not in Run, so that the control socket can
 	// answer for this engine as soon as it exists. Run closes it.
 	if err := e.openArchive(); err != nil {

@@ -335,11 +335,11 @@ var flagTable = []Flag{
 		Help:  "crawl on a fleet's shared store instead of --db: redis://[:PASSWORD@]HOST:PORT[/DB] or rediss:// (password also from $BREAKWATER_REDIS_PASSWORD; ?addr=HOST:PORT for more Redis Cluster nodes); every process given the same store is one crawl",
 		field: func(v *FlagValues) any { return &v.Command.Store }},
 	{Name: "fleet-id", Group: GroupFleet, Why: "it names one process of the fleet, unique to it",
-		Help:  "with --store: this process's name in the fleet (default HOSTNAME-PID); unique per process",
+		Help:  "with --store: this process's name in the fleet (default HOSTNAME-SUFFIX, SUFFIX random and kept in the --warc directory or ~/.local/state/breakwater); a second process given a live one's ID exits 2",
 		field: func(v *FlagValues) any { return &v.Options.Fleet.ID }},
 	{Name: "fleet-lease", Group: GroupFleet,
 		Why:   "each process sets the expiry of the hosts it holds, so processes with different leases share a store; like --workers it fits the process's machine and its distance to Redis",
-		Help:  "with --store: how long a process holds a host unrenewed; a process that dies gives its hosts back within this",
+		Help:  "with --store: how long a process holds a host unrenewed (at least 4/3 x (--timeout + 250ms)); a process that dies gives its hosts back within this",
 		field: func(v *FlagValues) any { return &v.Options.Fleet.Lease }},
 }
 

@@ -1,8 +1,13 @@
 package crawl
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"breakwater/breaker"
@@ -22,7 +27,8 @@ import (
 
 // FleetOptions tune a crawl of a store several processes crawl at once.
 type FleetOptions struct {
-	// ID names the process in the fleet; default HOSTNAME-PID.
+	// ID names the process in the fleet; default HOSTNAME-SUFFIX, the
+	// suffix random and kept across restarts (see defaultFleetID).
 	ID string
 	// Lease is how long a process holds a host without renewing it: a
 	// process that dies gives its hosts back within a lease. Default 10s.
@@ -69,26 +75,116 @@ func validFleetID(id string) bool {
 	return len(id) <= 64
 }
 
-// openFrontier opens the store's frontier.
-func (e *Engine) openFrontier() (frontier.Queue, error) {
+// frontierConfig is what the store's frontier is opened with.
+func (e *Engine) frontierConfig() frontier.Config {
 	opts := e.opts
 	cfg := frontier.Config{Process: e.processID(), HostConcurrency: opts.HostConcurrency, Workers: opts.Workers,
-		Lease: opts.Fleet.Lease, Breaker: opts.breakerConfig(), OnClaim: e.claimed, OnBreaker: e.sharedBreaker,
-		Now: opts.Now, Logger: opts.Logger}
+		Lease: opts.Fleet.Lease, RequestTimeout: opts.Timeout, Breaker: opts.breakerConfig(),
+		OnClaim: e.claimed, OnBreaker: e.sharedBreaker, Now: opts.Now, Logger: opts.Logger}
 	if e.archive != nil {
 		cfg.Archive = e.archive
 	}
-	return e.db.OpenFrontier(cfg)
+	return cfg
+}
+
+// openFrontier opens the store's frontier.
+func (e *Engine) openFrontier() (frontier.Queue, error) { return e.db.OpenFrontier(e.frontierConfig()) }
+
+// processClaimer is a store several processes crawl, which makes sure no
+// two of them run with one fleet ID: ClaimProcess fails while a live
+// process holds cfg.Process.
+type processClaimer interface {
+	ClaimProcess(cfg frontier.Config) error
+}
+
+// claimProcess takes this process's fleet ID before anything is written
+// under it (the archive's files and state, the leases).
+func (e *Engine) claimProcess() error {
+	c, ok := e.db.(processClaimer)
+	if !ok {
+		return nil
+	}
+	return c.ClaimProcess(e.frontierConfig())
 }
 
 // processID names this process among those crawling the store:
-// --fleet-id, or HOSTNAME-PID.
+// --fleet-id, or HOSTNAME-SUFFIX (defaultFleetID).
 func (e *Engine) processID() string {
 	if e.opts.Fleet.ID == "" {
-		host, _ := os.Hostname()
-		e.opts.Fleet.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
+		id, err := defaultFleetID(e.opts.WARC.Dir)
+		if err != nil {
+			e.log.Warn("keep the fleet ID's suffix for the next run: this run's ID is its own", "id", id, "err", err)
+		}
+		e.opts.Fleet.ID = id
 	}
 	return e.opts.Fleet.ID
+}
+
+// fleetSuffixFile is the name of the file that keeps the random suffix of
+// the default fleet ID: in the WARC directory, whose files are named after
+// the ID (a restart so finishes its predecessor's open file), or else in
+// the user's state directory.
+const fleetSuffixFile = ".breakwater-fleet-suffix"
+
+// defaultFleetID is HOSTNAME-SUFFIX: SUFFIX is random, made at the first
+// run and read back from fleetSuffixPath after, so that processes on one
+// host name (containers on one host network all have PID 1) differ, and a
+// process restarted keeps its ID. When the file cannot be kept, the ID is
+// this run's alone, with the error.
+func defaultFleetID(warcDir string) (string, error) {
+	host, _ := os.Hostname()
+	host = strings.Map(func(r rune) rune {
+		if validFleetID(string(r)) {
+			return r
+		}
+		return '-'
+	}, host)
+	if host == "" {
+		host = "breakwater"
+	}
+	host = host[:min(len(host), 50)]
+	suffix, err := fleetSuffix(fleetSuffixPath(warcDir))
+	return host + "-" + suffix, err
+}
+
+// fleetSuffixPath is where the default fleet ID's suffix is kept.
+func fleetSuffixPath(warcDir string) string {
+	if warcDir != "" {
+		return filepath.Join(warcDir, fleetSuffixFile)
+	}
+	dir := os.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "breakwater", "fleet-suffix")
+}
+
+// fleetSuffix reads the suffix kept at path, or makes one and keeps it.
+func fleetSuffix(path string) (string, error) {
+	if path != "" {
+		if data, err := os.ReadFile(path); err == nil {
+			if s := strings.TrimSpace(string(data)); s != "" && len(s) <= 12 && validFleetID(s) {
+				return s, nil
+			}
+		}
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	suffix := hex.EncodeToString(b[:])
+	if path == "" {
+		return suffix, errors.New("no home directory for the fleet ID's suffix")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return suffix, fmt.Errorf("keep the fleet ID's suffix: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(suffix+"\n"), 0o644); err != nil {
+		return suffix, fmt.Errorf("keep the fleet ID's suffix: %w", err)
+	}
+	return suffix, nil
 }
 
 // sharedBreaker takes in a host's shared breaker: when the process takes

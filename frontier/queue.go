@@ -77,6 +77,9 @@ type Config struct {
 	// Lease is how long a process holds a host of a shared store without
 	// renewing it. Zero takes the store's default.
 	Lease time.Duration
+	// RequestTimeout bounds a request: a shared store starts none on a
+	// host whose lease could run out first (and holds leases long enough).
+	RequestTimeout time.Duration
 	// Breaker configures the breakers a store keeps shared.
 	Breaker breaker.Config
 	// OnClaim is called with a host's shared breaker when the frontier

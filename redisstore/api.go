@@ -141,5 +141,5 @@ func (a *API) ResolveCase(host string) error {
 // wake makes a released host that no process holds ready at once.
 func (s *Store) wake(ctx context.Context, host string, now time.Time) error {
 	k := keysOfShard(shardOf(host))
-	return shardScript.Run(ctx, s.rdb, []string{k.ready, k.owner, k.touch, k.hosts}, "wake", now.UnixMilli(), host).Err()
+	return shardScript.Run(ctx, s.rdb, []string{k.ready, k.owner, k.touch, k.hosts}, "wake", "", host).Err()
 }

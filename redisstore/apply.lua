@@ -1,17 +1,28 @@
 -- apply.lua: one batch of frontier operations on one host, atomically.
 -- KEYS: 1 queue (zset hash->seq), 2 deferred (zset hash->due ms),
 --       3 items (hash hash->entry), 4 seen (set), 5 results (hash), 6 counts (hash),
---       7 warc (hash hash->"FILE OFFSET")
+--       7 warc (hash hash->"FILE OFFSET"), 8 lease (lease.lua's hash)
 -- ARGV: a flat list of operations, each a code and its fields:
+--   F token                    fence the operations after it that settle
+--                              the host's URLs (C, D, P, W): they are
+--                              applied only while token is the host's
+--                              lease token (lease.lua), refused and
+--                              counted otherwise; '' lifts the fence
 --   A hash entry               queue if never seen
 --   R hash entry               queue again even if seen, unless queued or deferred
 --   C hash record status class complete: drop from the queue, store the result
 --   D hash entry due           defer: move from the queue to the deferred set
 --   P now limit                promote up to limit deferred URLs due by now
 --   W hash placement           where a completed URL's WARC records are
--- Returns {added, completed, deferred, promoted}.
+-- A/R queue URLs whoever sends them: a process that lost the host still
+-- found its links.
+-- Returns {added, completed, deferred, promoted, refused, the host's
+-- current lease token (0 for none)}.
 local q, d, u, seen, r, c, w = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local added, completed, deferred, promoted = 0, 0, 0, 0
+local added, completed, deferred, promoted, refused = 0, 0, 0, 0, 0
+local current = nil
+if KEYS[8] then current = redis.call('HGET', KEYS[8], 'token') end
+local fenced = true -- whether the settling operations may be applied
 
 -- The counters change in memory and are written once at the end: one
 -- HINCRBY per counter a batch moves, not one per URL.
@@ -53,7 +64,13 @@ end
 local i = 1
 while i <= #ARGV do
   local op = ARGV[i]
-  if op == 'A' then
+  if not fenced and (op == 'C' or op == 'D' or op == 'P' or op == 'W') then
+    refused = refused + 1
+    i = i + ({C = 5, D = 4, P = 3, W = 3})[op]
+  elseif op == 'F' then
+    fenced = ARGV[i + 1] == '' or ARGV[i + 1] == current
+    i = i + 2
+  elseif op == 'A' then
     local h, entry = ARGV[i + 1], ARGV[i + 2]
     if redis.call('SADD', seen, h) == 1 then
       count('seen', 1)
@@ -132,4 +149,4 @@ if seq then redis.call('HSET', c, 'seq', seq) end
 for field, n in pairs(delta) do
   if n ~= 0 then redis.call('HINCRBY', c, field, n) end
 end
-return {added, completed, deferred, promoted}
+return {added, completed, deferred, promoted, refused, tonumber(current or '0')}

@@ -109,6 +109,15 @@ func (b *Breakers) Config() breaker.Config { return b.cfg }
 // at Generation+1: the script's Advance makes it so before it records the
 // probe's outcome.
 func (b *Breakers) Outcome(ctx context.Context, t breaker.Ticket, c breaker.Class, detail string, now time.Time) (breaker.Breaker, []store.Transition, error) {
+	br, trs, _, err := b.FencedOutcome(ctx, t, c, detail, now, 0)
+	return br, trs, err
+}
+
+// FencedOutcome is Outcome for a request sent under the host's lease
+// token (see the Frontier): the outcome is applied only while token is
+// still the host's, and refused otherwise (applied false, nothing written,
+// br the breaker as it stands). A token of 0 lifts the fence.
+func (b *Breakers) FencedOutcome(ctx context.Context, t breaker.Ticket, c breaker.Class, detail string, now time.Time, token int64) (br breaker.Breaker, trs []store.Transition, applied bool, err error) {
 	k := keysOf(t.Host)
 	probe := 0
 	if t.Probe {
@@ -118,18 +127,23 @@ func (b *Breakers) Outcome(ctx context.Context, t breaker.Ticket, c breaker.Clas
 	if b.cfg.Disabled {
 		disabled = 1
 	}
-	res, err := breakerScript.Run(ctx, b.rdb, []string{k.breaker, k.probe, k.transitions},
-		string(c), detail, now.UnixMilli(), strconv.FormatUint(t.Generation, 10), probe,
+	keys := []string{k.breaker, k.probe, k.transitions}
+	args := []any{string(c), detail, now.UnixMilli(), strconv.FormatUint(t.Generation, 10), probe,
 		b.cfg.Threshold, ms(b.cfg.Rest), ms(b.cfg.RestMax), b.cfg.Probes, disabled,
-		ms(b.idleExpiry()), t.Host).Slice()
-	if err != nil {
-		return breaker.Breaker{}, nil, fmt.Errorf("breaker outcome for %s: %w", t.Host, err)
+		ms(b.idleExpiry()), t.Host}
+	if token != 0 {
+		keys = append(keys, k.lease)
+		args = append(args, token)
 	}
-	_, br, trs, err := parseReply(res)
+	res, err := breakerScript.Run(ctx, b.rdb, keys, args...).Slice()
 	if err != nil {
-		return breaker.Breaker{}, nil, fmt.Errorf("breaker outcome for %s: %w", t.Host, err)
+		return breaker.Breaker{}, nil, false, fmt.Errorf("breaker outcome for %s: %w", t.Host, err)
 	}
-	return br, trs, nil
+	applied, br, trs, err = parseReply(res)
+	if err != nil {
+		return breaker.Breaker{}, nil, false, fmt.Errorf("breaker outcome for %s: %w", t.Host, err)
+	}
+	return br, trs, applied, nil
 }
 
 // TryProbe gates the half-open probe fleet-wide: it sets the host's probe

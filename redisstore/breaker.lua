@@ -11,6 +11,10 @@
 -- ARGV[4] ticket gen       ARGV[5] ticket probe 0/1 ARGV[6] threshold
 -- ARGV[7] rest (ms)        ARGV[8] restmax (ms)     ARGV[9] probes
 -- ARGV[10] disabled 0/1    ARGV[11] idle expiry (ms) ARGV[12] host (for the log)
+-- KEYS[4] and ARGV[13], if given: the host's lease hash (lease.lua) and the
+-- token the outcome's request was sent under; an outcome whose token is no
+-- longer the host's is refused (status 0, nothing written): the process
+-- that sent it lost the host.
 --
 -- Reply: {1, state, failures, probes, opened, rest, level, down, gen, hold,
 -- hold_reason, pause_reason, transition JSON...}: the breaker after the
@@ -29,6 +33,10 @@ local disabled, idle, host = ARGV[10] == '1', tonumber(ARGV[11]), ARGV[12]
 
 local b, before = readBreaker()
 local function reply(trs) return replyOf(b, 1, trs) end
+
+if KEYS[4] and (ARGV[13] or '') ~= '' and redis.call('HGET', KEYS[4], 'token') ~= ARGV[13] then
+  return replyOf(b, 0, {})
+end
 
 if disabled and class ~= 'refused' then
   return reply({})

@@ -15,7 +15,10 @@
 //	apply.lua    one batch of queue operations on one host (add if unseen,
 //	             complete, defer, promote) with its counters and tallies
 //	load.lua     a host's queue head, due deferred URLs promoted first
-//	shard.lua    a shard's ready set: touch, claim, renew, release, drop, wake
+//	shard.lua    a shard's ready set: touch, claim, renew, release, drop,
+//	             wake, restore; it announces ready hosts on the work channel
+//	lease.lua    a host's lease and its fence token, on the host's slot
+//	proc.lua     the processes' heartbeats: one live process per fleet ID
 //	breaker.lua  one outcome applied to a host's shared breaker, with its
 //	hold.lua     transitions logged; pauses and case releases; both begin
 //	             with breaker_common.lua (reading, logging, writing a breaker)
@@ -27,6 +30,11 @@
 //	api.go       API from the store; verify.go checks its invariants
 //	archive.go   a process's WARC state in the store
 //
-// Time is always passed in by the caller (Unix milliseconds), never read
-// from Redis, so the scripts are deterministic.
+// Leases and heartbeats run on the server's clock (TIME): a process's
+// clock never decides whose lease ran out. Each host lease carries a
+// token that grows at every claim; the writes for a host (apply.lua's
+// settling operations, breaker.lua's outcomes) carry the token they were
+// leased under and are refused once it is no longer the host's. The
+// queue and breaker scripts are passed the time by the caller (Unix
+// milliseconds).
 package redisstore

@@ -37,14 +37,22 @@ import (
 
 // FrontierOptions configure a fleet Frontier.
 type FrontierOptions struct {
-	// ID names this process in the owner hashes; unique in the fleet.
+	// ID names this process in the owner hashes; unique in the fleet
+	// (Start refuses an ID a live process holds).
 	ID string
+	// Instance names this run of the process in its heartbeats; default a
+	// random name (NewInstance).
+	Instance string
 	// HostConcurrency caps the leases in flight per host, fleet-wide.
 	HostConcurrency int
 	// Hosts is how many hosts with work the process tries to hold.
 	Hosts int
-	// Lease is how long a host's lease lasts unrenewed. Default 10s.
+	// Lease is how long a host's lease lasts unrenewed. Default 10s, and
+	// never less than MinLease(RequestTimeout).
 	Lease time.Duration
+	// RequestTimeout bounds a request: none is started on a host whose
+	// lease could run out before it ends (zero: no such check).
+	RequestTimeout time.Duration
 	// Buffer is how many queued URLs per host are loaded at a time. Default 16.
 	Buffer int
 	// Breakers reads the shared breakers of hosts as they are taken.
@@ -78,14 +86,15 @@ func (o FrontierOptions) withDefaults() FrontierOptions {
 	if o.Hosts <= 0 {
 		o.Hosts = 16
 	}
-	if o.Lease <= 0 {
-		o.Lease = 10 * time.Second
-	}
+	o.Lease = EffectiveLease(o.Lease, o.RequestTimeout)
 	if o.Buffer <= 0 {
 		o.Buffer = 16
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Instance == "" {
+		o.Instance = NewInstance()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -99,6 +108,30 @@ func (o FrontierOptions) withDefaults() FrontierOptions {
 	return o
 }
 
+// EffectiveLease is the lease a process given lease (0: 10s) holds with
+// requests of up to timeout: at least MinLease(timeout).
+func EffectiveLease(lease, timeout time.Duration) time.Duration {
+	if lease <= 0 {
+		lease = 10 * time.Second
+	}
+	return max(lease, MinLease(timeout))
+}
+
+// MinLease is the shortest lease a process whose requests take up to
+// timeout may hold: renewed every fifth of a lease (renewEvery), a lease
+// keeps about four fifths, and three quarters must outlast a request
+// started just before a renewal, with a margin for the round trip.
+func MinLease(timeout time.Duration) time.Duration {
+	if timeout <= 0 {
+		return 0
+	}
+	return (timeout + leaseMargin) * 4 / 3
+}
+
+// leaseMargin is what a lease keeps beyond a request's timeout for the
+// renewal's round trip and the manager's tick.
+const leaseMargin = 250 * time.Millisecond
+
 // heldScore is the ready score of a host held for a person: never due.
 const heldScore = int64(1) << 50
 
@@ -109,7 +142,7 @@ type Frontier struct {
 
 	mu       sync.Mutex
 	hosts    map[string]*ownedHost
-	leases   map[*frontier.Lease]*ownedHost
+	leases   map[*frontier.Lease]leaseRef
 	wake     chan struct{}
 	inflight int
 	feeding  int
@@ -131,6 +164,21 @@ type Frontier struct {
 	nextShard  int
 	// listedNew is set by the writer when it listed hosts given new URLs.
 	listedNew atomic.Bool
+	// refused counts the writes the store refused because this process no
+	// longer held the host's lease (fenced out).
+	refused atomic.Int64
+	// news holds what the work channel said since the manager last looked:
+	// shards with hosts ready now, and the earliest time each has one ready
+	// later (see listen).
+	newsMu sync.Mutex
+	news   map[int]time.Time
+}
+
+// leaseRef is a lease in flight: its host, and the host's lease token
+// when it was handed out, which fences the lease's writes.
+type leaseRef struct {
+	h     *ownedHost
+	token int64
 }
 
 // ownedHost is a host this process holds the lease of.
@@ -153,6 +201,12 @@ type ownedHost struct {
 	stale    bool  // new URLs were queued since the last load
 	loaded   bool
 	gen      uint64 // the shared breaker's generation last seen
+	// token is the host's lease token (lease.lua): every write for the
+	// host carries it, and the store refuses it once another process has
+	// taken the host. leaseEnd is when the lease runs out by this
+	// process's clock, measured from before the call that set it.
+	token    int64
+	leaseEnd time.Time
 }
 
 func (h *ownedHost) hasWork() bool {
@@ -168,6 +222,8 @@ type job struct {
 	counted bool // counted in its host's writes
 	outcome *outcome
 	failAll *store.Result // FailHost's template
+	// token fences the job's writes for host (see ownedHost.token); 0: none.
+	token int64
 	// placement is where the archive wrote the completed page's records.
 	placement string
 }
@@ -179,15 +235,28 @@ type outcome struct {
 	at     time.Time
 }
 
-// OpenFrontier starts the fleet frontier of one process.
+// Start claims the process's fleet ID (see ClaimID: refused with an
+// *IDInUseError while a live process holds it, taken after a wait of up
+// to half a lease from a process that died) and starts its frontier.
+func Start(ctx context.Context, s *Store, o FrontierOptions) (*Frontier, error) {
+	o = o.withDefaults()
+	if err := s.ClaimID(ctx, o.ID, o.Instance, o.Lease/2, o.Now()); err != nil {
+		return nil, err
+	}
+	return OpenFrontier(s, o), nil
+}
+
+// OpenFrontier starts the fleet frontier of one process, without claiming
+// its ID (Start does).
 func OpenFrontier(s *Store, o FrontierOptions) *Frontier {
 	o = o.withDefaults()
-	f := &Frontier{s: s, o: o, hosts: map[string]*ownedHost{}, leases: map[*frontier.Lease]*ownedHost{},
+	f := &Frontier{s: s, o: o, hosts: map[string]*ownedHost{}, leases: map[*frontier.Lease]leaseRef{},
 		wake: make(chan struct{}), failed: make(chan struct{}), kickWriter: make(chan struct{}, 1),
-		kickMgr: make(chan struct{}, 1), stop: make(chan struct{})}
-	f.done.Add(2)
+		kickMgr: make(chan struct{}, 1), stop: make(chan struct{}), news: map[int]time.Time{}}
+	f.done.Add(3)
 	go f.writer()
 	go f.manager()
+	go f.listen()
 	return f
 }
 
@@ -274,6 +343,12 @@ func (f *Frontier) tryNext() (*frontier.Lease, time.Duration, <-chan struct{}, e
 			if len(h.buf) == 0 || h.held || h.inflight >= f.o.HostConcurrency {
 				continue
 			}
+			if left := h.leaseEnd.Sub(now); left < f.o.RequestTimeout {
+				// The request could outlive the lease: wait for the renewal.
+				wait = min(wait, 50*time.Millisecond)
+				kick(f.kickMgr)
+				continue
+			}
 			at := h.readyAt
 			if h.parked.After(at) {
 				at = h.parked
@@ -304,7 +379,7 @@ func (f *Frontier) leaseLocked(h *ownedHost) *frontier.Lease {
 	h.inflight++
 	f.inflight++
 	l := &frontier.Lease{Item: it}
-	f.leases[l] = h
+	f.leases[l] = leaseRef{h: h, token: h.token}
 	if len(h.buf) < f.o.Buffer/2 {
 		kick(f.kickMgr)
 	}
@@ -326,7 +401,7 @@ func (f *Frontier) idleLocked() bool {
 }
 
 func (f *Frontier) end(l *frontier.Lease) *ownedHost {
-	h := f.leases[l]
+	h := f.leases[l].h
 	if h == nil {
 		return nil
 	}
@@ -354,7 +429,7 @@ func (f *Frontier) Release(l *frontier.Lease) {
 func (f *Frontier) Started(l *frontier.Lease, next time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if h := f.leases[l]; h != nil && next.After(h.readyAt) {
+	if h := f.leases[l].h; h != nil && next.After(h.readyAt) {
 		h.readyAt = next
 	}
 	f.broadcastLocked()
@@ -375,12 +450,19 @@ func (f *Frontier) CompleteWith(l *frontier.Lease, r *store.Result, found []stor
 	for _, add := range also {
 		add(&b)
 	}
-	err := f.push(job{batch: &b, host: l.Item.Host, hash: l.Item.Hash, settles: true})
+	err := f.push(job{batch: &b, host: l.Item.Host, hash: l.Item.Hash, settles: true, token: f.tokenOf(l)})
 	f.mu.Lock()
 	f.end(l)
 	f.broadcastLocked()
 	f.mu.Unlock()
 	return err
+}
+
+// tokenOf is the lease token l was handed out under.
+func (f *Frontier) tokenOf(l *frontier.Lease) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.leases[l].token
 }
 
 // Complete is CompleteWith without an attachment.
@@ -392,7 +474,7 @@ func (f *Frontier) Complete(l *frontier.Lease, r *store.Result, found []store.It
 func (f *Frontier) Defer(l *frontier.Lease, it store.Item, due time.Time) error {
 	var b store.Batch
 	b.Defer(it, due)
-	err := f.push(job{batch: &b, host: it.Host, hash: it.Hash, settles: true})
+	err := f.push(job{batch: &b, host: it.Host, hash: it.Hash, settles: true, token: f.tokenOf(l)})
 	f.mu.Lock()
 	f.end(l)
 	f.broadcastLocked()
@@ -445,14 +527,16 @@ func (f *Frontier) Unhold(host string) {
 func (f *Frontier) FailHost(host string, template store.Result) error {
 	f.mu.Lock()
 	h := f.hosts[host]
+	var token int64
 	if h != nil {
 		h.buf = nil
+		token = h.token
 	}
 	f.mu.Unlock()
 	if h == nil {
 		return nil // another process holds it, and gives it up itself
 	}
-	return f.push(job{host: host, failAll: &template})
+	return f.push(job{host: host, failAll: &template, token: token})
 }
 
 // Feed announces a producer of URLs: until done, the crawl cannot end.
@@ -532,8 +616,29 @@ func supportsOp(kind store.OpKind) bool {
 
 // Outcome queues one breaker outcome for the host's shared breaker.
 func (f *Frontier) Outcome(t breaker.Ticket, c breaker.Class, detail string, at time.Time) {
-	f.push(job{host: t.Host, outcome: &outcome{t: t, c: c, detail: detail, at: at}})
+	f.push(job{host: t.Host, outcome: &outcome{t: t, c: c, detail: detail, at: at}, token: f.hostToken(t.Host)})
 }
+
+// hostToken is the token of a lease of host in flight (the request the
+// outcome is of was sent under it), else of the host held; 0 when
+// neither, for an outcome of a host this process never held.
+func (f *Frontier) hostToken(host string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for l, ref := range f.leases {
+		if l.Item.Host == host {
+			return ref.token
+		}
+	}
+	if h := f.hosts[host]; h != nil {
+		return h.token
+	}
+	return 0
+}
+
+// Refused is the number of writes the store refused because another
+// process had taken their host's lease meanwhile.
+func (f *Frontier) Refused() int64 { return f.refused.Load() }
 
 // TryProbe takes the fleet's probe gate of a half-open host.
 func (f *Frontier) TryProbe(ctx context.Context, host string, generation uint64) (bool, error) {
@@ -583,6 +688,10 @@ func (f *Frontier) Close() error {
 	close(f.stop)
 	f.done.Wait()
 	f.releaseAll()
+	if n := f.refused.Load(); n > 0 {
+		f.o.Logger.Warn("writes refused this run: this process lost those hosts' leases to another, which fetched their URLs again",
+			"store", f.s.display, "refused", n)
+	}
 	return f.fatal
 }
 
@@ -594,18 +703,26 @@ func (f *Frontier) releaseAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	now := f.o.Now().UnixMilli()
+	// The host leases first: a host listed ready while its lease still
+	// names this process could not be taken by another.
+	leases := f.s.rdb.Pipeline()
 	pipe := f.s.rdb.Pipeline()
 	for name, h := range f.hosts {
-		at := now
+		var delay any = int64(0)
 		if h.held {
-			at = heldScore
+			delay = "held"
 		} else if !h.hasWork() && h.nextDue >= 0 {
-			at = h.nextDue
+			delay = max(0, h.nextDue-now)
 		}
-		f.shardCall(ctx, pipe, shardOf(name), "release", f.o.ID, name, at)
+		f.leaseCall(ctx, leases, name, "release", f.o.ID, h.token)
+		f.shardCall(ctx, pipe, shardOf(name), "release", f.o.ID, name, "", delay)
 	}
-	pipe.HDel(ctx, keyProcs, f.o.ID)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	f.s.endBeat(ctx, pipe, f.o.ID, f.o.Instance)
+	_, err := leases.Exec(ctx)
+	if err == nil || errors.Is(err, redis.Nil) {
+		_, err = pipe.Exec(ctx)
+	}
+	if err != nil && !errors.Is(err, redis.Nil) {
 		f.o.Logger.Warn("give hosts back to the fleet", "store", f.s.display, "err", err,
 			"note", "they fall due when their leases expire")
 	}
@@ -614,6 +731,10 @@ func (f *Frontier) releaseAll() {
 func (f *Frontier) shardCall(ctx context.Context, pipe redis.Pipeliner, shard int, args ...any) *redis.Cmd {
 	k := keysOfShard(shard)
 	return shardScript.EvalSha(ctx, pipe, []string{k.ready, k.owner, k.touch, k.hosts}, args...)
+}
+
+func (f *Frontier) leaseCall(ctx context.Context, pipe redis.Pipeliner, host string, args ...any) *redis.Cmd {
+	return leaseScript.EvalSha(ctx, pipe, []string{keysOf(host).lease}, args...)
 }
 
 func hashKey(h store.Hash) string { return hex.EncodeToString(h[:]) }

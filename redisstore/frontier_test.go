@@ -33,9 +33,16 @@ func ftItem(host, path string) store.Item {
 // deferred, promoted}.
 func ftApply(t *testing.T, rdb redis.UniversalClient, host string, ops ...any) []int64 {
 	t.Helper()
+	return ftApplyAll(t, rdb, host, ops...)[:4]
+}
+
+// ftApplyAll is ftApply with the fence's figures: {added, completed,
+// deferred, promoted, refused, the host's lease token}.
+func ftApplyAll(t *testing.T, rdb redis.UniversalClient, host string, ops ...any) []int64 {
+	t.Helper()
 	k := keysOf(host)
 	res, err := applyScript.Run(context.Background(), rdb,
-		[]string{k.queue, k.deferred, k.items, k.seen, k.results, k.counts, k.warc}, ops...).Int64Slice()
+		[]string{k.queue, k.deferred, k.items, k.seen, k.results, k.counts, k.warc, k.lease}, ops...).Int64Slice()
 	if err != nil {
 		t.Fatalf("apply.lua %v: %v", ops, err)
 	}
@@ -381,7 +388,7 @@ func TestShardClaimRenewRelease(t *testing.T) {
 	}
 
 	// claim takes the hosts due by now only, and sets the lease's expiry as score.
-	if got := ftStrings(t, ftShard(t, rdb, n, "claim", "p1", 2000, 12000, 10)); !slices.Equal(got, []string{a}) {
+	if got := ftStrings(t, ftShard(t, rdb, n, "claim", "p1", 2000, 10000, 10)); !slices.Equal(got, []string{a}) {
 		t.Fatalf("p1 claims at 2000: %v, want [%s]", got, a)
 	}
 	if s, _ := ftZScore(t, rdb, k.ready, a); s != 12000 {
@@ -392,20 +399,20 @@ func TestShardClaimRenewRelease(t *testing.T) {
 	}
 	// The limit bounds a claim.
 	ftShard(t, rdb, n, "touch", 100, c)
-	if got := ftStrings(t, ftShard(t, rdb, n, "claim", "p2", 6000, 16000, 1)); len(got) != 1 {
+	if got := ftStrings(t, ftShard(t, rdb, n, "claim", "p2", 6000, 10000, 1)); len(got) != 1 {
 		t.Fatalf("p2 claims one at 6000: %v", got)
 	}
-	got2 := ftStrings(t, ftShard(t, rdb, n, "claim", "p2", 6000, 16000, 10))
+	got2 := ftStrings(t, ftShard(t, rdb, n, "claim", "p2", 6000, 10000, 10))
 	if len(got2) != 1 {
 		t.Fatalf("p2 claims the rest at 6000: %v, want the one of b, c left", got2)
 	}
 	// a is p1's until 12000: nobody else gets it before.
-	if got := ftStrings(t, ftShard(t, rdb, n, "claim", "p2", 11999, 21999, 10)); len(got) != 0 {
+	if got := ftStrings(t, ftShard(t, rdb, n, "claim", "p2", 11999, 10000, 10)); len(got) != 0 {
 		t.Fatalf("p2 claims at 11999: %v, want nothing (a's lease runs to 12000)", got)
 	}
 	// p1 renews a: its lease now runs to 15000, so it is still p1's at 12000.
 	// Renewing b, which p2 holds, and x, which nobody holds, reports both lost.
-	if lost := ftStrings(t, ftShard(t, rdb, n, "renew", "p1", 15000, a, b, "x.test")); !slices.Equal(lost, sortedCopy(b, "x.test")) {
+	if lost := ftStrings(t, ftShard(t, rdb, n, "renew", "p1", 5000, 10000, a, b, "x.test")); !slices.Equal(lost, sortedCopy(b, "x.test")) {
 		t.Fatalf("p1 renews a, b, x: lost %v, want b and x", lost)
 	}
 	if s, _ := ftZScore(t, rdb, k.ready, a); s != 15000 {
@@ -417,14 +424,14 @@ func TestShardClaimRenewRelease(t *testing.T) {
 	if _, ok := ftZScore(t, rdb, k.ready, "x.test"); ok {
 		t.Fatal("a renew listed a host nobody holds")
 	}
-	if got := ftStrings(t, ftShard(t, rdb, n, "claim", "p2", 12000, 22000, 10)); len(got) != 0 {
+	if got := ftStrings(t, ftShard(t, rdb, n, "claim", "p2", 12000, 10000, 10)); len(got) != 0 {
 		t.Fatalf("p2 claims at 12000: %v, want nothing (renewed to 15000)", got)
 	}
 	// p1 stops renewing: at 15000 a is p2's, and p1's next renew loses it.
-	if got := ftStrings(t, ftShard(t, rdb, n, "claim", "p2", 15000, 25000, 10)); !slices.Equal(got, []string{a}) {
+	if got := ftStrings(t, ftShard(t, rdb, n, "claim", "p2", 15000, 10000, 10)); !slices.Equal(got, []string{a}) {
 		t.Fatalf("p2 claims at 15000: %v, want [%s]", got, a)
 	}
-	if lost := ftStrings(t, ftShard(t, rdb, n, "renew", "p1", 26000, a)); !slices.Equal(lost, []string{a}) {
+	if lost := ftStrings(t, ftShard(t, rdb, n, "renew", "p1", 16000, 10000, a)); !slices.Equal(lost, []string{a}) {
 		t.Fatalf("p1's late renew: lost %v, want [%s]", lost, a)
 	}
 	if s, _ := ftZScore(t, rdb, k.ready, a); s != 25000 {
@@ -432,13 +439,13 @@ func TestShardClaimRenewRelease(t *testing.T) {
 	}
 
 	// release: only the owner's counts; it sets the score and frees the host.
-	if r, _ := ftShard(t, rdb, n, "release", "p1", a, 7777).Int64(); r != 0 {
+	if r, _ := ftShard(t, rdb, n, "release", "p1", a, 7777, 0).Int64(); r != 0 {
 		t.Fatalf("p1 releases p2's a: %d, want 0", r)
 	}
 	if s, _ := ftZScore(t, rdb, k.ready, a); s != 25000 {
 		t.Fatalf("a scores %v after a stranger's release", s)
 	}
-	if r, _ := ftShard(t, rdb, n, "release", "p2", a, 7777).Int64(); r != 1 {
+	if r, _ := ftShard(t, rdb, n, "release", "p2", a, 7000, 777).Int64(); r != 1 {
 		t.Fatalf("p2 releases a: %d, want 1", r)
 	}
 	if s, _ := ftZScore(t, rdb, k.ready, a); s != 7777 {
@@ -448,7 +455,7 @@ func TestShardClaimRenewRelease(t *testing.T) {
 		t.Fatal("released a still has an owner")
 	}
 	// A host released for later is not claimed before then, and is after.
-	if got := ftStrings(t, ftShard(t, rdb, n, "claim", "p1", 7776, 20000, 10)); slices.Contains(got, a) {
+	if got := ftStrings(t, ftShard(t, rdb, n, "claim", "p1", 7776, 12224, 10)); slices.Contains(got, a) {
 		t.Fatalf("claim at 7776 took a, released for 7777: %v", got)
 	}
 
@@ -524,7 +531,7 @@ func TestShardDropRace(t *testing.T) {
 		first := ftItem(host, "/")
 		ftApply(t, rdb, host, ftAdd(first)...)
 		ftShard(t, rdb, n, "touch", now, host)
-		if got := ftStrings(t, ftShard(t, rdb, n, "claim", "p1", now, expiry, 100)); !slices.Contains(got, host) {
+		if got := ftStrings(t, ftShard(t, rdb, n, "claim", "p1", now, expiry-now, 100)); !slices.Contains(got, host) {
 			t.Fatalf("%v: p1 could not claim %s: %v", order, host, got)
 		}
 		ftApply(t, rdb, host, ftComplete(t, first, store.Result{URL: first.URL, Host: host, Status: 200})...)
@@ -541,10 +548,10 @@ func TestShardDropRace(t *testing.T) {
 				empty = q+d == 0
 			case "drop":
 				if empty {
-					dropped, _ = ftShard(t, rdb, n, "drop", "p1", host, touched).Int64()
+					dropped, _ = ftShard(t, rdb, n, "drop", "p1", host, touched, now+1).Int64()
 				} else { // not drained after all: giveBack releases it, ready now
 					dropped = 2
-					ftShard(t, rdb, n, "release", "p1", host, now)
+					ftShard(t, rdb, n, "release", "p1", host, now, 0)
 				}
 			case "apply":
 				if got := ftApply(t, rdb, host, ftAdd(ftItem(host, "/new"))...); got[0] != 1 {
@@ -566,7 +573,7 @@ func TestShardDropRace(t *testing.T) {
 		if o, _ := rdb.HGet(ctx, k.owner, host).Result(); o != "" {
 			t.Errorf("%s: the host is still owned by %q", strings.Join(order, ", "), o)
 		}
-		got := ftStrings(t, ftShard(t, rdb, n, "claim", "p2", now+1, expiry, 100))
+		got := ftStrings(t, ftShard(t, rdb, n, "claim", "p2", now+1, expiry-now-1, 100))
 		if !slices.Contains(got, host) {
 			t.Errorf("%s: p2 cannot claim the host: %v", strings.Join(order, ", "), got)
 		}
@@ -583,12 +590,12 @@ func TestShardDropRace(t *testing.T) {
 	n := shardOf(host)
 	k := keysOfShard(n)
 	ftShard(t, rdb, n, "touch", now, host)
-	ftShard(t, rdb, n, "claim", "p1", now, expiry, 100)
+	ftShard(t, rdb, n, "claim", "p1", now, expiry-now, 100)
 	tc, _ := rdb.HGet(ctx, k.touch, host).Result()
-	if r, _ := ftShard(t, rdb, n, "drop", "p2", host, tc).Int64(); r != 0 {
+	if r, _ := ftShard(t, rdb, n, "drop", "p2", host, tc, now).Int64(); r != 0 {
 		t.Fatalf("a stranger dropped the host: %d", r)
 	}
-	if r, _ := ftShard(t, rdb, n, "drop", "p1", host, tc).Int64(); r != 1 {
+	if r, _ := ftShard(t, rdb, n, "drop", "p1", host, tc, now).Int64(); r != 1 {
 		t.Fatalf("the owner's drop of an untouched host: %d, want 1", r)
 	}
 	if _, ok := ftZScore(t, rdb, k.ready, host); ok {

@@ -13,7 +13,7 @@ import (
 //
 //	bw:{meta}:schema               string: the store's schema marker (schemaMarker)
 //	bw:{meta}:settings             string: the crawl's stored settings (JSON)
-//	bw:{meta}:procs                hash: process id -> last heartbeat (JSON)
+//	bw:{meta}:procs                hash: process id -> last heartbeat (JSON; see proc.lua)
 //	bw:{H}:q                  zset: queued URL hash -> seq (FIFO per host)
 //	bw:{H}:d                  zset: deferred URL hash -> due (Unix ms)
 //	bw:{H}:u                  hash: URL hash -> encoded store.Item (queued or deferred)
@@ -26,6 +26,8 @@ import (
 //	bw:{H}:t                  list: the host's breaker transitions, oldest first (JSON)
 //	bw:{H}:cases              list: the host's cases (JSON)
 //	bw:{H}:robots             string: the cached robots.txt rules (JSON)
+//	bw:{H}:lease              hash: the host's lease: owner, token (the fence,
+//	                          only grows), until (server ms); see lease.lua
 //	bw:{sN}:ready             zset: host -> Unix ms it next needs a worker; while a
 //	                          process holds the host, its lease's expiry
 //	bw:{sN}:owner             hash: host -> id of the process holding it
@@ -49,14 +51,14 @@ const (
 
 // hostKeys are the keys of one host.
 type hostKeys struct {
-	queue, deferred, items, seen, results, warc, counts, breaker, probe, transitions, cases, robots string
+	queue, deferred, items, seen, results, warc, counts, breaker, probe, transitions, cases, robots, lease string
 }
 
 func keysOf(host string) hostKeys {
 	p := "bw:{" + host + "}:"
 	return hostKeys{queue: p + "q", deferred: p + "d", items: p + "u", seen: p + "seen", results: p + "r", warc: p + "w",
 		counts: p + "c", breaker: p + "b", probe: p + "probe", transitions: p + "t", cases: p + "cases",
-		robots: p + "robots"}
+		robots: p + "robots", lease: p + "lease"}
 }
 
 // shardKeys are the keys of one shard of the cross-host structures.

@@ -2,10 +2,11 @@ package redisstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,12 +18,17 @@ import (
 // manager keeps the process's hosts: it loads their queues, takes more
 // hosts when it has too few with work, gives back those that ran dry or
 // rest, renews the leases, and looks at the shards for work left.
+//
+// A process with too few hosts does not poll the shards: it claims on a
+// shard when the work channel says a host there became ready (listen),
+// and otherwise looks at every shard only every idlePoll, which catches
+// the leases of processes that died and whatever a lost message said.
 func (f *Frontier) manager() {
 	defer f.done.Done()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	var renewed, claimed, looked time.Time
-	poll := minPoll // grows while a process looks and finds nothing
+	var renewed, nextLook time.Time
+	busy := false // the process had work at its last look
 	for {
 		select {
 		case <-f.stop:
@@ -46,38 +52,47 @@ func (f *Frontier) manager() {
 				renewed = time.Time{} // renew first: leases may have expired meanwhile
 			}
 		}
-		if err == nil && time.Since(renewed) >= f.o.Lease/4 {
+		if err == nil && time.Since(renewed) >= renewEvery(f.o.Lease) {
 			if err = f.renew(ctx); err == nil {
 				renewed = time.Now()
 			}
 		}
 		if err == nil && !down {
 			err = f.refill(ctx)
-			// An empty claim or look is not repeated at once: an idle
-			// process must not keep Redis busy.
 			if f.listedNew.Swap(false) {
-				poll, claimed, looked = minPoll, time.Time{}, time.Time{} // this process just listed hosts: look now
-			}
-			if err == nil && time.Since(claimed) >= poll {
-				var got int
-				if got, err = f.claim(ctx); got == 0 {
-					claimed = time.Now()
-					poll = min(2*poll, maxPoll)
-				} else {
-					poll = minPoll
-				}
+				nextLook = time.Time{} // this process just listed hosts: look now
 			}
 			if err == nil {
-				err = f.giveBack(ctx)
+				err = f.giveBack(ctx) // first: a look must not count the hosts it is done with
 			}
-			if err == nil && time.Since(looked) >= poll {
-				looked = time.Now()
-				err = f.lookAtFleet(ctx)
+			local := f.localWork()
+			if (busy || f.hasNews(f.o.Now())) && !local {
+				nextLook = time.Time{} // it just ran out, or a shard changed: is the fleet done?
+			}
+			busy = local
+			if local {
+				f.mu.Lock()
+				f.fleetIdle = false
+				f.mu.Unlock()
+			}
+			if err == nil {
+				var looked, full bool
+				looked, full, err = f.claim(ctx, !time.Now().Before(nextLook))
+				switch {
+				case full:
+					nextLook = time.Time{} // more hosts may be ready: look as soon as it has room
+				case looked:
+					nextLook = time.Now().Add(f.idlePoll())
+				}
 			}
 		}
 		cancel()
 		if isNoScript(err) && f.s.loadScripts(context.Background()) == nil {
 			err = nil // Redis restarted and forgot the scripts, which are loaded again: no outage
+		}
+		if errors.Is(err, errTakenOver) {
+			f.fail(err)
+			return
 		}
 		if err != nil {
 			f.mu.Lock()
@@ -88,12 +103,113 @@ func (f *Frontier) manager() {
 	}
 }
 
-// A process with nothing to do looks for work every minPoll at first,
-// then less often, up to maxPoll.
-const (
-	minPoll = 20 * time.Millisecond
-	maxPoll = 100 * time.Millisecond
-)
+// workChannel is where shard.lua announces hosts made ready.
+const workChannel = "bw:work"
+
+// listen takes the work channel's messages ("N": a host of shard N is
+// ready now; "N DELAY": one will be in DELAY ms) for the manager, which
+// claims on the shards named instead of polling them all.
+func (f *Frontier) listen() {
+	defer f.done.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ps := f.s.rdb.Subscribe(ctx, workChannel)
+	defer ps.Close()
+	msgs := ps.Channel(redis.WithChannelHealthCheckInterval(30 * time.Second))
+	for {
+		select {
+		case <-f.stop:
+			return
+		case m, ok := <-msgs:
+			if !ok {
+				return
+			}
+			shard, delay, ok := parseNews(m.Payload)
+			if !ok {
+				continue
+			}
+			f.noteNews(shard, f.o.Now().Add(delay))
+		}
+	}
+}
+
+func parseNews(payload string) (shard int, delay time.Duration, ok bool) {
+	head, tail, hasDelay := strings.Cut(payload, " ")
+	n, err := strconv.Atoi(head)
+	if err != nil || n < 0 || n >= Shards {
+		return 0, 0, false
+	}
+	if hasDelay {
+		d, err := strconv.ParseInt(tail, 10, 64)
+		if err != nil || d < 0 {
+			return 0, 0, false
+		}
+		delay = time.Duration(d) * time.Millisecond
+	}
+	return n, delay, true
+}
+
+// noteNews records that shard has a host ready at at (the earliest kept).
+func (f *Frontier) noteNews(shard int, at time.Time) {
+	f.newsMu.Lock()
+	if old, ok := f.news[shard]; !ok || at.Before(old) {
+		f.news[shard] = at
+	}
+	f.newsMu.Unlock()
+	if !at.After(f.o.Now()) {
+		kick(f.kickMgr)
+	}
+}
+
+// hasNews reports whether the work channel said something due by now
+// that is not yet taken (news of a host ready later waits its time).
+func (f *Frontier) hasNews(now time.Time) bool {
+	f.newsMu.Lock()
+	defer f.newsMu.Unlock()
+	for _, at := range f.news {
+		if !at.After(now) {
+			return true
+		}
+	}
+	return false
+}
+
+// takeNews removes and returns the shards with news due by now.
+func (f *Frontier) takeNews(now time.Time) []int {
+	f.newsMu.Lock()
+	defer f.newsMu.Unlock()
+	var due []int
+	for shard, at := range f.news {
+		if !at.After(now) {
+			due = append(due, shard)
+			delete(f.news, shard)
+		}
+	}
+	return due
+}
+
+// renewEvery is how often the leases are renewed: a fifth of a lease,
+// so that a lease keeps four fifths, more than a request's timeout
+// (MinLease), with room for a late renewal.
+func renewEvery(lease time.Duration) time.Duration { return lease / 5 }
+
+// idlePoll is how often a process that wants more hosts looks at every
+// shard: each look is one command per shard, so an idle process costs
+// Redis a few commands a second.
+func (f *Frontier) idlePoll() time.Duration {
+	return min(max(f.o.Lease/2, 250*time.Millisecond), 4*time.Second)
+}
+
+// localWork reports whether the process has anything to do itself.
+func (f *Frontier) localWork() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	local := f.inflight > 0 || len(f.jobs) > 0 || f.writing > 0 || f.feeding > 0
+	for _, h := range f.hosts {
+		local = local || (h.hasWork() && !h.held)
+	}
+	return local
+}
 
 // refill loads the queues of hosts whose buffers run low.
 func (f *Frontier) refill(ctx context.Context) error {
@@ -164,8 +280,12 @@ func (f *Frontier) loadHosts(ctx context.Context, hosts []string, now time.Time)
 }
 
 // claim takes hosts from the shards' ready sets until the process holds
-// Hosts hosts with work or no shard has one ready.
-func (f *Frontier) claim(ctx context.Context) (int, error) {
+// Hosts hosts with work: from the shards the work channel named, and,
+// with look, from every shard with a host due, after a look at all of
+// them that also tells whether the fleet has work left (lookAtFleet).
+// It reports whether it looked, and whether it took as many hosts as it
+// had room for (full: more may be ready).
+func (f *Frontier) claim(ctx context.Context, look bool) (looked, full bool, err error) {
 	f.mu.Lock()
 	busy := 0
 	for _, h := range f.hosts {
@@ -174,70 +294,161 @@ func (f *Frontier) claim(ctx context.Context) (int, error) {
 		}
 	}
 	need := f.o.Hosts - busy
-	start := f.nextShard
-	f.nextShard = (f.nextShard + 1) % Shards
 	f.mu.Unlock()
+	shards := f.takeNews(f.o.Now())
 	if need <= 0 {
-		return 1, nil
+		return false, false, nil
 	}
-	now := f.o.Now()
-	expiry := now.Add(f.o.Lease).UnixMilli()
+	if look {
+		due, active, err := f.s.peek(ctx)
+		if err != nil {
+			return false, false, err
+		}
+		for _, n := range due {
+			if !slices.Contains(shards, n) {
+				shards = append(shards, n)
+			}
+		}
+		if err := f.lookAtFleet(ctx, active); err != nil {
+			return true, false, err
+		}
+	}
+	if len(shards) == 0 {
+		return look, false, nil
+	}
+	got, err := f.claimOn(ctx, shards, need)
+	if err != nil || len(got) == 0 {
+		return look, false, err
+	}
+	return look, len(got) >= need, f.take(ctx, got)
+}
+
+// claimOn asks each of shards at once for its share of need hosts, and
+// gives back what exceeds the need, ready now for the rest of the fleet.
+func (f *Frontier) claimOn(ctx context.Context, shards []int, need int) ([]string, error) {
+	leaseMS := f.o.Lease.Milliseconds()
 	pipe := f.s.rdb.Pipeline()
-	cmds := make([]*redis.Cmd, Shards)
-	// Ask every shard at once for its share, from a shard that turns, so
-	// that processes do not all empty the same shard first.
-	per := max(1, (need+Shards-1)/Shards)
-	for i := range Shards {
-		shard := (start + i) % Shards
-		cmds[i] = f.shardCall(ctx, pipe, shard, "claim", f.o.ID, now.UnixMilli(), expiry, per)
+	cmds := make([]*redis.Cmd, len(shards))
+	per := max(1, (need+len(shards)-1)/len(shards))
+	for i, shard := range shards {
+		cmds[i] = f.shardCall(ctx, pipe, shard, "claim", f.o.ID, "", leaseMS, per)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return 0, err
+		return nil, err
 	}
 	var got []string
 	for _, c := range cmds {
 		hosts, err := c.StringSlice()
 		if err != nil && !errors.Is(err, redis.Nil) {
-			return 0, err
+			return nil, err
 		}
 		got = append(got, hosts...)
 	}
-	if len(got) == 0 {
-		return 0, nil
-	}
 	if len(got) > need {
-		// Every shard was asked for its share at once: give back what
-		// exceeds the process's need, ready now for the rest of the fleet.
 		back := f.s.rdb.Pipeline()
 		for _, host := range got[need:] {
-			f.shardCall(ctx, back, shardOf(host), "release", f.o.ID, host, now.UnixMilli())
+			f.shardCall(ctx, back, shardOf(host), "release", f.o.ID, host, "", 0)
 		}
 		if _, err := back.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			return 0, err
+			return nil, err
 		}
 		got = got[:need]
+	}
+	return got, nil
+}
+
+// take acquires the host leases of hosts claimed in their shards (each
+// lease's token goes up), gives the shard entry back to the holder of a
+// host whose lease another process still holds, and loads the rest.
+func (f *Frontier) take(ctx context.Context, claimed []string) error {
+	sent := f.o.Now()
+	leaseMS := f.o.Lease.Milliseconds()
+	pipe := f.s.rdb.Pipeline()
+	cmds := make([]*redis.Cmd, len(claimed))
+	for i, host := range claimed {
+		cmds[i] = f.leaseCall(ctx, pipe, host, "acquire", f.o.ID, leaseMS, "")
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	var got []string
+	tokens := map[string]int64{}
+	ends := map[string]time.Time{}
+	restore := f.s.rdb.Pipeline()
+	for i, host := range claimed {
+		vals, err := cmds[i].Slice()
+		if err != nil {
+			return fmt.Errorf("acquire the lease of %s: %w", host, err)
+		}
+		if len(vals) < 2 {
+			return fmt.Errorf("acquire the lease of %s: reply %v", host, vals)
+		}
+		token, _ := vals[0].(int64)
+		left, _ := vals[1].(int64)
+		if token == 0 {
+			holder, _ := vals[2].(string)
+			f.shardCall(ctx, restore, shardOf(host), "restore", f.o.ID, host, holder, left, "")
+			continue
+		}
+		got = append(got, host)
+		tokens[host] = token
+		ends[host] = sent.Add(time.Duration(left) * time.Millisecond)
+	}
+	if restore.Len() > 0 {
+		if _, err := restore.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
 	}
 	breakers := make([]breaker.Breaker, len(got))
 	for i, host := range got {
 		b, _, err := f.o.Breakers.Get(ctx, host)
 		if err != nil {
-			return 0, fmt.Errorf("breaker of %s: %w", host, err)
+			return fmt.Errorf("breaker of %s: %w", host, err)
 		}
 		breakers[i] = b
 	}
 	f.mu.Lock()
 	for i, host := range got {
-		if f.hosts[host] == nil {
-			f.hosts[host] = &ownedHost{name: host, pending: map[store.Hash]struct{}{},
-				settled: map[store.Hash]struct{}{}, nextDue: -1,
-				gen: breakers[i].Generation}
+		h := f.hosts[host]
+		if h == nil {
+			h = &ownedHost{name: host, pending: map[store.Hash]struct{}{},
+				settled: map[store.Hash]struct{}{}, nextDue: -1, gen: breakers[i].Generation}
+			f.hosts[host] = h
 		}
+		h.token, h.leaseEnd = tokens[host], ends[host]
 	}
 	f.mu.Unlock()
 	for i, host := range got {
 		f.o.OnClaim(host, breakers[i])
 	}
-	return len(got), f.loadHosts(ctx, got, now)
+	return f.loadHosts(ctx, got, sent)
+}
+
+// peek reads the first host of every shard's ready set (one command a
+// shard) and the server's time: the shards with a host due now, and how
+// many shards list a host with work (not held for a person).
+func (s *Store) peek(ctx context.Context) (due []int, active int, err error) {
+	pipe := s.rdb.Pipeline()
+	var first [Shards]*redis.ZSliceCmd
+	for i := range Shards {
+		first[i] = pipe.ZRangeWithScores(ctx, keysOfShard(i).ready, 0, 0)
+	}
+	clock := pipe.Time(ctx)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, 0, err
+	}
+	now := clock.Val().UnixMilli()
+	for i := range Shards {
+		z := first[i].Val()
+		if len(z) == 0 || int64(z[0].Score) >= heldScore {
+			continue
+		}
+		active++
+		if int64(z[0].Score) <= now {
+			due = append(due, i)
+		}
+	}
+	return due, active, nil
 }
 
 // giveBack returns to the fleet the hosts with nothing in flight that
@@ -298,12 +509,28 @@ func (f *Frontier) giveBack(ctx context.Context) error {
 			}
 		}
 	}
+	// The host leases end first: a host listed ready while its lease
+	// still named this process could not be taken by another.
+	pipe = f.s.rdb.Pipeline()
+	f.mu.Lock()
+	for _, b := range backs {
+		if h := f.hosts[b.name]; h != nil {
+			f.leaseCall(ctx, pipe, b.name, "release", f.o.ID, h.token)
+		}
+	}
+	f.mu.Unlock()
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
 	pipe = f.s.rdb.Pipeline()
 	for _, b := range backs {
-		if b.at < 0 {
-			f.shardCall(ctx, pipe, shardOf(b.name), "drop", f.o.ID, b.name, touches[b.name].Val())
-		} else {
-			f.shardCall(ctx, pipe, shardOf(b.name), "release", f.o.ID, b.name, b.at)
+		switch {
+		case b.at < 0:
+			f.shardCall(ctx, pipe, shardOf(b.name), "drop", f.o.ID, b.name, touches[b.name].Val(), "")
+		case b.at == heldScore:
+			f.shardCall(ctx, pipe, shardOf(b.name), "release", f.o.ID, b.name, "", "held")
+		default:
+			f.shardCall(ctx, pipe, shardOf(b.name), "release", f.o.ID, b.name, "", max(0, b.at-now.UnixMilli()))
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -323,35 +550,49 @@ func (f *Frontier) giveBack(ctx context.Context) error {
 // process has taken meanwhile, records the heartbeat, and reloads the
 // breakers someone else changed (an operator's pause).
 func (f *Frontier) renew(ctx context.Context) error {
-	now := f.o.Now()
+	sent := f.o.Now()
 	f.mu.Lock()
 	byShard := map[int][]any{}
 	gens := map[string]uint64{}
+	tokens := map[string]int64{}
 	for name, h := range f.hosts {
 		byShard[shardOf(name)] = append(byShard[shardOf(name)], name)
 		gens[name] = h.gen
+		tokens[name] = h.token
 	}
 	inflight := f.inflight
 	f.mu.Unlock()
-	expiry := now.Add(f.o.Lease).UnixMilli()
+	leaseMS := f.o.Lease.Milliseconds()
 	pipe := f.s.rdb.Pipeline()
 	var cmds []*redis.Cmd
 	for shard, hosts := range byShard {
-		cmds = append(cmds, f.shardCall(ctx, pipe, shard, append([]any{"renew", f.o.ID, expiry}, hosts...)...))
+		cmds = append(cmds, f.shardCall(ctx, pipe, shard, append([]any{"renew", f.o.ID, "", leaseMS}, hosts...)...))
 	}
+	leases := map[string]*redis.Cmd{}
 	genCmds := map[string]*redis.StringCmd{}
 	for name := range gens {
+		leases[name] = f.leaseCall(ctx, pipe, name, "renew", f.o.ID, tokens[name], leaseMS, "")
 		genCmds[name] = pipe.HGet(ctx, keysOf(name).breaker, "gen")
 	}
-	beat, _ := json.Marshal(map[string]any{"at": now.UTC(), "hosts": len(gens), "in_flight": inflight})
-	pipe.HSet(ctx, keyProcs, f.o.ID, beat)
+	beat := f.s.beat(ctx, pipe, f.o.ID, f.o.Instance, f.s.beatJSON(sent, len(gens), inflight))
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return err
 	}
-	var lost []string
+	if n, err := beat.Int64(); err == nil && n == 0 {
+		return errTakenOver
+	}
+	lost := map[string]bool{}
 	for _, c := range cmds {
 		hosts, _ := c.StringSlice()
-		lost = append(lost, hosts...)
+		for _, h := range hosts {
+			lost[h] = true
+		}
+	}
+	for name, c := range leases {
+		vals, err := c.Slice()
+		if ok, _ := vals[0].(int64); err != nil || ok != 1 {
+			lost[name] = true
+		}
 	}
 	var changed []string
 	for name, c := range genCmds {
@@ -360,14 +601,20 @@ func (f *Frontier) renew(ctx context.Context) error {
 			changed = append(changed, name)
 		}
 	}
+	f.mu.Lock()
+	for name := range gens {
+		if h := f.hosts[name]; h != nil && h.token == tokens[name] && !lost[name] {
+			h.leaseEnd = sent.Add(f.o.Lease)
+		}
+	}
+	f.mu.Unlock()
 	if len(lost) > 0 {
 		f.o.Logger.Warn("lost host leases to another process (this one was too slow to renew them)",
 			"store", f.s.display, "hosts", len(lost))
 		f.mu.Lock()
-		for _, name := range lost {
-			if h := f.hosts[name]; h != nil {
-				h.buf, h.held = nil, true // its leases in flight end; nothing new is leased
-				delete(f.hosts, name)
+		for name := range lost {
+			if h := f.hosts[name]; h != nil && h.token == tokens[name] {
+				f.loseLocked(h)
 			}
 		}
 		f.mu.Unlock()
@@ -390,34 +637,39 @@ func (f *Frontier) renew(ctx context.Context) error {
 	return nil
 }
 
-// lookAtFleet counts, when this process has nothing to do, the hosts of
-// the whole fleet with work: none but held ones means the crawl is over.
-// Before saying so it lists again every host whose counters show work,
-// in case a process died between queueing URLs and listing their host.
-func (f *Frontier) lookAtFleet(ctx context.Context) error {
-	f.mu.Lock()
-	local := f.inflight > 0 || len(f.jobs) > 0 || f.writing > 0 || f.feeding > 0
-	for _, h := range f.hosts {
-		local = local || (h.hasWork() && !h.held)
-	}
-	f.mu.Unlock()
-	if local {
+// loseLocked forgets a host whose lease another process took: nothing
+// more of it is leased, and its leases in flight end with writes the
+// store refuses; their URLs stay queued for the new holder.
+func (f *Frontier) loseLocked(h *ownedHost) {
+	h.buf, h.held = nil, true
+	delete(f.hosts, h.name)
+}
+
+// lookAtFleet tells, when this process has nothing to do, from a look at
+// the shards (active: those listing a host with work) whether the fleet
+// has anything left but held hosts. Before saying no it lists again every
+// host whose counters show work, in case a process died between queueing
+// URLs and listing their host.
+func (f *Frontier) lookAtFleet(ctx context.Context, active int) error {
+	if f.localWork() {
 		f.mu.Lock()
 		f.fleetIdle = false
 		f.mu.Unlock()
 		return nil
 	}
-	active, held, err := f.s.readyCounts(ctx)
-	if err != nil {
-		return err
-	}
-	idle := active == 0
+	idle, held := active == 0, int64(0)
 	if idle {
 		relisted, err := f.s.relist(ctx, f.o.Now())
 		if err != nil {
 			return err
 		}
 		idle = relisted == 0
+	}
+	if idle {
+		var err error
+		if _, held, err = f.s.readyCounts(ctx); err != nil {
+			return err
+		}
 	}
 	f.mu.Lock()
 	f.fleetIdle, f.fleetHeld = idle, int(held)
@@ -477,7 +729,7 @@ func (s *Store) relist(ctx context.Context, now time.Time) (int, error) {
 		n += len(lost)
 		k := keysOfShard(shard)
 		return shardScript.Run(ctx, s.rdb, []string{k.ready, k.owner, k.touch, k.hosts},
-			append([]any{"touch", now.UnixMilli()}, lost...)...).Err()
+			append([]any{"touch", ""}, lost...)...).Err()
 	})
 	return n, err
 }
@@ -556,7 +808,7 @@ func parseLoad(host string, c *redis.Cmd) (items []store.Item, queued, nextDue i
 // loadScripts loads every script on every master, for the pipelines'
 // EVALSHA (a restarted Redis has forgotten them).
 func (s *Store) loadScripts(ctx context.Context) error {
-	for _, sc := range []*redis.Script{applyScript, loadScript, shardScript} {
+	for _, sc := range []*redis.Script{applyScript, loadScript, shardScript, leaseScript, procScript, breakerScript, holdScript} {
 		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
 			return fmt.Errorf("load scripts: %w", err)
 		}

@@ -22,10 +22,13 @@ var (
 	loadSource string
 	//go:embed shard.lua
 	shardSource string
+	//go:embed lease.lua
+	leaseSource string
 
 	applyScript = redis.NewScript(applySource)
 	loadScript  = redis.NewScript(loadSource)
 	shardScript = redis.NewScript(shardSource)
+	leaseScript = redis.NewScript(leaseSource)
 )
 
 // MinVersion is the oldest Redis the scripts are written for (the
@@ -149,6 +152,11 @@ func (s *Store) check(ctx context.Context, mode Mode) error {
 	if err := checkVersion(info); err != nil {
 		return err
 	}
+	if mode == Create {
+		if err := s.checkEviction(ctx); err != nil {
+			return err
+		}
+	}
 	marker, err := s.rdb.Get(ctx, keySchema).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
@@ -204,6 +212,48 @@ func describeConnErr(err error) error {
 		return fmt.Errorf("connection refused: is redis-server running there? %w", err)
 	}
 	return fmt.Errorf("connect: %w", err)
+}
+
+// checkEviction refuses a server that may evict keys the crawl cannot
+// lose: under an allkeys-* policy Redis drops queues and seen sets when
+// it runs out of memory. The volatile-* policies evict only keys with an
+// expiry, and the crawl's queues, seen sets and results have none (only
+// caches do: robots.txt rules, idle breakers), so they are accepted, as
+// is noeviction, where a full Redis refuses writes and the crawl waits.
+// Every master of a Cluster is asked.
+func (s *Store) checkEviction(ctx context.Context) error {
+	check := func(ctx context.Context, c redis.Cmdable) error {
+		info, err := c.Info(ctx, "memory").Result()
+		if err != nil {
+			return fmt.Errorf("read INFO memory: %w", err)
+		}
+		return evictionAllowed(info)
+	}
+	if c, ok := s.rdb.(*redis.ClusterClient); ok {
+		return c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			if err := check(ctx, m); err != nil {
+				return fmt.Errorf("node %s: %w", m.Options().Addr, err)
+			}
+			return nil
+		})
+	}
+	return check(ctx, s.rdb)
+}
+
+// evictionAllowed reads maxmemory_policy from INFO memory.
+func evictionAllowed(info string) error {
+	for _, line := range strings.Split(info, "\n") {
+		policy, ok := strings.CutPrefix(strings.TrimSpace(line), "maxmemory_policy:")
+		if !ok {
+			continue
+		}
+		if policy == "noeviction" || strings.HasPrefix(policy, "volatile-") {
+			return nil
+		}
+		return fmt.Errorf("maxmemory-policy is %s: Redis would evict the crawl's queues and seen sets when full; "+
+			"set maxmemory-policy to noeviction (redis.conf, or CONFIG SET maxmemory-policy noeviction)", policy)
+	}
+	return errors.New("INFO memory names no maxmemory_policy")
 }
 
 // checkVersion reads redis_version from INFO server.

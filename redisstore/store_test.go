@@ -261,3 +261,58 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenEvictionPolicy: a crawl is refused on a Redis that may evict its
+// queues (any allkeys-* policy), with a message naming the setting, and
+// nothing is written; noeviction and the volatile-* policies (the crawl's
+// queues and seen sets carry no expiry) are accepted. Reading commands
+// open any store.
+func TestOpenEvictionPolicy(t *testing.T) {
+	t.Setenv(PasswordEnv, "")
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	url := "redis://" + srv.Addr + "/0"
+	seed, err := Open(ctx, url, Create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := seed.PutSettings([]byte(`{"seeds":[]}`)); err != nil {
+		t.Fatal(err)
+	}
+	seed.Close()
+	for _, tc := range []struct {
+		policy string
+		ok     bool
+	}{
+		{"noeviction", true}, {"volatile-lru", true}, {"volatile-lfu", true}, {"volatile-ttl", true},
+		{"volatile-random", true}, {"allkeys-lru", false}, {"allkeys-lfu", false}, {"allkeys-random", false},
+	} {
+		if err := rdb.ConfigSet(ctx, "maxmemory-policy", tc.policy).Err(); err != nil {
+			t.Fatalf("CONFIG SET maxmemory-policy %s: %v", tc.policy, err)
+		}
+		before := stKeys(t, srv.Addr, "")
+		if tc.ok {
+			s, err := Open(ctx, url, Create)
+			if err != nil {
+				t.Errorf("maxmemory-policy %s refused: %v", tc.policy, err)
+				continue
+			}
+			s.Close()
+		} else {
+			stRefused(t, url, Create, "", "store "+url, "maxmemory-policy is "+tc.policy, "noeviction")
+			if after := stKeys(t, srv.Addr, ""); !slices.Equal(before, after) {
+				t.Errorf("a refused open under %s changed the server", tc.policy)
+			}
+		}
+		s, err := Open(ctx, url, ReadOnly)
+		if err != nil {
+			t.Errorf("a read-only open under %s: %v", tc.policy, err)
+			continue
+		}
+		s.Close()
+	}
+	if err := evictionAllowed("# Memory\r\nused_memory:1\r\n"); err == nil || !strings.Contains(err.Error(), "maxmemory_policy") {
+		t.Errorf("INFO without maxmemory_policy: %v", err)
+	}
+}

@@ -213,6 +213,33 @@ func isFatal(err error) bool {
 type hostOps struct {
 	args  []any
 	found bool // the ops queue URLs: the host must be touched if any was new
+	// fence is the token of the last F operation in args (fenced says
+	// there is one): the settling operations after it carry it.
+	fence  int64
+	fenced bool
+}
+
+// fenceWith makes the settling operations appended next carry token
+// (0: none, for writes of no lease).
+func (o *hostOps) fenceWith(token int64) {
+	if o.fenced && o.fence == token {
+		return
+	}
+	arg := ""
+	if token != 0 {
+		arg = strconv.FormatInt(token, 10)
+	}
+	o.args = append(o.args, "F", arg)
+	o.fence, o.fenced = token, true
+}
+
+// fenceOf is the token a job's operation on host carries: the job's own
+// for its host, none for another's.
+func fenceOf(j job, host string) int64 {
+	if host == j.host {
+		return j.token
+	}
+	return 0
 }
 
 // write stores jobs: first the scripts of every host they touch, then
@@ -236,6 +263,7 @@ func (f *Frontier) write(jobs []job) error {
 	var resolves []resolveCase
 	for _, j := range jobs {
 		if j.failAll != nil {
+			of(j.host).fenceWith(j.token)
 			if err := f.failAll(ctx, j.host, j.failAll, of(j.host)); err != nil {
 				return err
 			}
@@ -263,9 +291,11 @@ func (f *Frontier) write(jobs []job) error {
 					return fmt.Errorf("result of %s: %w", op.Item.URL, err)
 				}
 				o := of(op.Item.Host)
+				o.fenceWith(fenceOf(j, op.Item.Host))
 				o.args = append(o.args, "C", hashKey(op.Item.Hash), op.Value, status, class)
 			case store.OpDefer:
 				o := of(op.Item.Host)
+				o.fenceWith(fenceOf(j, op.Item.Host))
 				o.args = append(o.args, "D", hashKey(op.Item.Hash), store.EncodeQueued(op.Item), op.At.UnixMilli())
 			case store.OpPutRobots:
 				extra.Set(ctx, keysOf(op.Key).robots, op.Value, idleExpiry)
@@ -286,7 +316,7 @@ func (f *Frontier) write(jobs []job) error {
 				if len(op.Value) > 0 {
 					data = op.Value
 				}
-				extra.HSet(ctx, keyProcs, f.o.ID, data)
+				f.s.beat(ctx, extra, f.o.ID, f.o.Instance, data)
 			default:
 				return f.s.unsupportedOp(op.Kind)
 			}
@@ -297,6 +327,7 @@ func (f *Frontier) write(jobs []job) error {
 		}
 		if j.placement != "" {
 			o := of(j.host)
+			o.fenceWith(j.token)
 			o.args = append(o.args, "W", hashKey(j.hash), j.placement)
 		}
 	}
@@ -305,7 +336,7 @@ func (f *Frontier) write(jobs []job) error {
 	cmds := make([]*redis.Cmd, len(order))
 	for i, host := range order {
 		k := keysOf(host)
-		cmds[i] = applyScript.EvalSha(ctx, pipe, []string{k.queue, k.deferred, k.items, k.seen, k.results, k.counts, k.warc},
+		cmds[i] = applyScript.EvalSha(ctx, pipe, []string{k.queue, k.deferred, k.items, k.seen, k.results, k.counts, k.warc, k.lease},
 			ops[host].args...)
 	}
 	if len(order) > 0 {
@@ -313,9 +344,9 @@ func (f *Frontier) write(jobs []job) error {
 			return err
 		}
 	}
+	f.noteRefusals(order, cmds)
 	// 2. the hosts given new URLs, listed in their shards after the URLs
 	// are queued (see shard.lua's drop for why in this order).
-	now := unixMS(f.o.Now())
 	touched := map[int][]any{}
 	for i, host := range order {
 		if !ops[host].found {
@@ -334,7 +365,7 @@ func (f *Frontier) write(jobs []job) error {
 	if len(touched) > 0 {
 		pipe := f.s.rdb.Pipeline()
 		for shard, hosts := range touched {
-			f.shardCall(ctx, pipe, shard, append([]any{"touch", now}, hosts...)...)
+			f.shardCall(ctx, pipe, shard, append([]any{"touch", ""}, hosts...)...)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return err
@@ -358,9 +389,15 @@ func (f *Frontier) write(jobs []job) error {
 			continue
 		}
 		o := j.outcome
-		b, _, err := f.o.Breakers.Outcome(ctx, o.t, o.c, o.detail, o.at)
+		b, _, applied, err := f.o.Breakers.FencedOutcome(ctx, o.t, o.c, o.detail, o.at, j.token)
 		if err != nil {
 			return fmt.Errorf("breaker outcome of %s: %w", o.t.Host, err)
+		}
+		if !applied {
+			f.refused.Add(1)
+			f.o.Logger.Warn("the store refused a late breaker outcome: another process holds the host now",
+				"store", f.s.display, "host", o.t.Host, "class", string(o.c), "token", j.token)
+			continue
 		}
 		f.mu.Lock()
 		if h := f.hosts[o.t.Host]; h != nil {
@@ -369,6 +406,31 @@ func (f *Frontier) write(jobs []job) error {
 		f.mu.Unlock()
 	}
 	return nil
+}
+
+// noteRefusals logs and counts the settling writes the hosts' scripts
+// refused (fenced out: another process took the host), and forgets each
+// host whose lease token moved past this process's.
+func (f *Frontier) noteRefusals(order []string, cmds []*redis.Cmd) {
+	for i, host := range order {
+		res, err := cmds[i].Int64Slice()
+		if err != nil || len(res) < 6 || res[4] == 0 {
+			continue
+		}
+		f.refused.Add(res[4])
+		f.mu.Lock()
+		h := f.hosts[host]
+		var mine int64
+		if h != nil {
+			mine = h.token
+			if h.token != res[5] {
+				f.loseLocked(h)
+			}
+		}
+		f.mu.Unlock()
+		f.o.Logger.Warn("the store refused late writes: another process holds the host now, and fetches their URLs again",
+			"store", f.s.display, "host", host, "refused", res[4], "token", mine, "current_token", res[5])
+	}
 }
 
 type resolveCase struct {
