@@ -44,6 +44,8 @@ func (r *Report) peersSection() *Section {
 			num(g+"CPU µs per page", PerPage, t.s.cpuPerPage, "user + system microseconds of the process (rusage) per distinct page").over(t.s.cpus),
 			num(g+"peak RSS", Bytes, t.s.maxRSSKB*1024, "the process's ru_maxrss, the highest of its runs"),
 			num(g+"distinct pages served", Count, t.s.served, "the fewest of its runs, from the site's logs").of(urls).check(All, 0),
+			secsOf(g+"start-up", t.s.leadIn, "from the process's start to the site's first request (median)"),
+			secsOf(g+"shutdown", t.s.tail, "from the site's last request to the process's exit (median)"),
 			num(g+"pages fetched twice", Count, t.s.duplicates, "the most of its runs; wget2 counts /p/3 and /p/3? (an empty query) as two URLs"),
 		)
 	}

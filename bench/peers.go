@@ -51,8 +51,13 @@ type PeerRun struct {
 	// CPUPerPage is CPU in microseconds over the distinct pages.
 	CPUPerPage float64 `json:"cpu_us_per_page"`
 	MaxRSSKB   int64   `json:"max_rss_kb"` // the process's peak RSS (rusage)
-	Exit       int     `json:"exit"`
-	Dump       string  `json:"dump,omitempty"` // where its output was kept, when it failed
+	// LeadIn is from the process's start to the site's first request,
+	// Tail from its last request to the process's exit: start-up and
+	// shutdown, in Wall.
+	LeadIn time.Duration `json:"lead_in_ns"`
+	Tail   time.Duration `json:"tail_ns"`
+	Exit   int           `json:"exit"`
+	Dump   string        `json:"dump,omitempty"` // where its output was kept, when it failed
 }
 
 // peersRuns is how many runs each tool gets; the median is the figure.
@@ -237,7 +242,11 @@ func (r *runner) peerRun(ctx context.Context, site *demosite.Site, tool, wget2, 
 	if err != nil && !errors.As(err, &ee) {
 		return run, fmt.Errorf("peers: run %s: %w", tool, err)
 	}
+	end := r.cfg.now()
 	run.Traffic = trafficSince(site, mark)
+	if first, last, ok := requestSpan(site, mark); ok {
+		run.LeadIn, run.Tail = first.Sub(start), end.Sub(last)
+	}
 	if ps := cmd.ProcessState; ps != nil {
 		run.CPU = ps.UserTime() + ps.SystemTime()
 		run.MaxRSSKB = maxRSSKB(ps)
@@ -259,6 +268,7 @@ func (r *runner) peerRun(ctx context.Context, site *demosite.Site, tool, wget2, 
 // peerSummary is one tool's medians over its runs.
 type peerSummary struct {
 	rate, cpuPerPage float64
+	leadIn, tail     time.Duration
 	maxRSSKB         int64
 	rates, cpus      []float64
 	served           int // fewest distinct pages of a run
@@ -267,7 +277,9 @@ type peerSummary struct {
 
 func summarize(runs []PeerRun) peerSummary {
 	s := peerSummary{rate: medianOf(runs, func(r PeerRun) float64 { return r.PagesPerSec }),
-		cpuPerPage: medianOf(runs, func(r PeerRun) float64 { return r.CPUPerPage })}
+		cpuPerPage: medianOf(runs, func(r PeerRun) float64 { return r.CPUPerPage }),
+		leadIn:     time.Duration(medianOf(runs, func(r PeerRun) float64 { return float64(r.LeadIn) })),
+		tail:       time.Duration(medianOf(runs, func(r PeerRun) float64 { return float64(r.Tail) }))}
 	for i, r := range runs {
 		s.rates = append(s.rates, r.PagesPerSec)
 		s.cpus = append(s.cpus, r.CPUPerPage)
@@ -278,4 +290,21 @@ func summarize(runs []PeerRun) peerSummary {
 		}
 	}
 	return s
+}
+
+// requestSpan is the time of the first and the last request the site
+// logged after mark.
+func requestSpan(site *demosite.Site, mark logMark) (first, last time.Time, ok bool) {
+	for i, h := range site.Hosts() {
+		for _, req := range h.Requests()[mark[i]:] {
+			if !ok || req.Time.Before(first) {
+				first = req.Time
+			}
+			if !ok || req.Time.After(last) {
+				last = req.Time
+			}
+			ok = true
+		}
+	}
+	return first, last, ok
 }

@@ -1,9 +1,6 @@
 package frontier
 
-import (
-	"strconv"
-	"strings"
-)
+import "strings"
 
 // fastCanonical canonicalizes the common plain URL without the WHATWG
 // parser, which costs about 4 µs a URL and is most of the time spent on a
@@ -49,7 +46,26 @@ func (u plainURL) canonical() string {
 
 // fits reports whether both forms stay within MaxURLLength: an empty path
 // becomes "/", so they can be a byte longer than the URL as written.
-func (u plainURL) fits() bool { return len(u.href()) <= MaxURLLength }
+func (u plainURL) fits() bool { return u.hrefLen() <= MaxURLLength }
+
+// hrefLen is len(u.href()), without building it.
+func (u plainURL) hrefLen() int {
+	n := len(u.origin) + len(u.path)
+	if u.hasQuery {
+		n += 1 + len(u.query)
+	}
+	return n
+}
+
+// link is href and canonical together: they are one string unless the
+// query is present but empty, so most links cost one allocation.
+func (u plainURL) link() (href, canonical string) {
+	href = u.href()
+	if u.hasQuery && u.query == "" {
+		return href, href[:len(href)-1]
+	}
+	return href, href
+}
 
 // fastParse cuts an absolute plain URL into its parts.
 func fastParse(raw string) (plainURL, bool) {
@@ -134,8 +150,7 @@ func plainHost(h string) bool {
 	if isDottedQuad(h) {
 		return true
 	}
-	labels := strings.Split(h, ".")
-	for _, l := range labels {
+	for l := range strings.SplitSeq(h, ".") {
 		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' || strings.HasPrefix(l, "xn--") {
 			return false
 		}
@@ -149,17 +164,16 @@ func plainHost(h string) bool {
 	// A last label that starts with a digit may be read as a number, and
 	// the parser is laxer about that than the URL standard ("0-0" becomes
 	// 0.0.0.0): only names whose last label starts with a letter are plain.
-	last := labels[len(labels)-1]
+	last := h[strings.LastIndexByte(h, '.')+1:]
 	return 'a' <= last[0] && last[0] <= 'z'
 }
 
 // isDottedQuad reports four decimal numbers 0-255 without leading zeros.
 func isDottedQuad(h string) bool {
-	parts := strings.Split(h, ".")
-	if len(parts) != 4 {
+	if strings.Count(h, ".") != 3 {
 		return false
 	}
-	for _, p := range parts {
+	for p := range strings.SplitSeq(h, ".") {
 		if !plainDecimal(p, 255) {
 			return false
 		}
@@ -173,7 +187,7 @@ func plainPort(p string) bool { return plainDecimal(p, 65535) }
 // plainDecimal reports whether s is a decimal number from 0 to limit,
 // written as the parser writes numbers: no sign, no leading zero.
 func plainDecimal(s string, limit int) bool {
-	if s == "" || len(s) > len(strconv.Itoa(limit)) || len(s) > 1 && s[0] == '0' {
+	if s == "" || len(s) > decimalDigits(limit) || len(s) > 1 && s[0] == '0' {
 		return false
 	}
 	n := 0
@@ -186,6 +200,15 @@ func plainDecimal(s string, limit int) bool {
 	return n <= limit
 }
 
+// decimalDigits is the number of digits of n >= 0 written in decimal.
+func decimalDigits(n int) int {
+	d := 1
+	for ; n >= 10; n /= 10 {
+		d++
+	}
+	return d
+}
+
 // plainPath accepts "" or "/..." of characters outside the parser's path
 // percent-encode set, without "%" or "\" and without "." or ".." segments.
 func plainPath(p string) bool {
@@ -195,7 +218,7 @@ func plainPath(p string) bool {
 	if p[0] != '/' {
 		return false
 	}
-	for _, seg := range strings.Split(p[1:], "/") {
+	for seg := range strings.SplitSeq(p[1:], "/") {
 		if seg == "." || seg == ".." {
 			return false
 		}
