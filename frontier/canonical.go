@@ -150,6 +150,11 @@ func (b *BaseURL) ResolveLink(ref string) (Link, error) {
 		href, canonical := p.link()
 		return Link{URL: href, Host: p.host, Hash: store.HashOf(canonical)}, nil
 	}
+	if scheme, ok := otherScheme(ref); ok {
+		// mailto:, javascript:, tel:: the parser would take them whole only
+		// to be refused for their scheme.
+		return Link{}, fmt.Errorf("resolve %q against %q: %w %q", shorten(ref), shorten(b.raw), ErrUnsupportedScheme, scheme)
+	}
 	return b.parseLink(ref)
 }
 

@@ -131,13 +131,58 @@ func fastResolve(base *plainURL, ref string) (plainURL, bool) {
 	}
 	var u plainURL
 	var ok bool
-	if base != nil && strings.HasPrefix(ref, "/") && !strings.HasPrefix(ref, "//") {
+	switch {
+	case base != nil && strings.HasPrefix(ref, "/") && !strings.HasPrefix(ref, "//"):
 		u, ok = fastRest(ref)
 		u.origin, u.host = base.origin, base.host
-	} else {
+	case base != nil && relativePath(ref):
+		u, ok = fastRest(mergePath(base.path, ref))
+		u.origin, u.host = base.origin, base.host
+	default:
 		u, ok = fastParse(ref)
 	}
 	return u, ok && u.fits()
+}
+
+// relativePath reports a reference relative to the base's directory
+// ("p/2", "./p", "../p?x"): it starts with neither "/", "?" nor "#", and
+// no ":" comes before its first "/", "?" or "#", so it has no scheme.
+func relativePath(ref string) bool {
+	if ref == "" || ref[0] == '/' || ref[0] == '?' || ref[0] == '#' {
+		return false
+	}
+	end := strings.IndexAny(ref, "/?#")
+	if end < 0 {
+		end = len(ref)
+	}
+	return !strings.Contains(ref[:end], ":")
+}
+
+// mergePath resolves a relative path reference against a base path: the
+// base's directory, less a segment for each leading "../", with each
+// leading "./" dropped, then the rest of the reference. The rest is left
+// for fastRest to vouch for: a dot segment or an odd byte in it sends the
+// reference to the parser.
+func mergePath(basePath, ref string) string {
+	dir := basePath[:strings.LastIndexByte(basePath, '/')+1]
+	for {
+		switch {
+		case strings.HasPrefix(ref, "./"):
+			ref = ref[len("./"):]
+		case strings.HasPrefix(ref, "../"):
+			ref = ref[len("../"):]
+			if dir != "/" {
+				dir = dir[:strings.LastIndexByte(dir[:len(dir)-1], '/')+1]
+			}
+		default:
+			if strings.HasPrefix(ref, "/") || ref == "." || ref == ".." ||
+				strings.HasPrefix(ref, ".?") || strings.HasPrefix(ref, "..?") ||
+				strings.HasPrefix(ref, ".#") || strings.HasPrefix(ref, "..#") {
+				return "/./" // an empty segment or a last dot segment: the parser's
+			}
+			return dir + ref
+		}
+	}
 }
 
 // plainHost accepts lower-case host names whose labels are letters, digits
@@ -265,3 +310,26 @@ func allIn(s string, set *charSet) bool {
 	}
 	return true
 }
+
+// otherScheme returns the scheme, lower-cased as the parser writes it, of
+// a plain absolute reference whose scheme is neither http nor https
+// ("mailto:a@b.c"): the parser would refuse it for its scheme alone.
+func otherScheme(ref string) (string, bool) {
+	if len(ref) > MaxURLLength || ref == "" || !isASCIILetter(ref[0]) || !plainTail(ref) {
+		return "", false
+	}
+	for i := 1; i < len(ref); i++ {
+		c := ref[i]
+		switch {
+		case c == ':':
+			scheme := strings.ToLower(ref[:i])
+			return scheme, scheme != "http" && scheme != "https"
+		case isASCIILetter(c) || '0' <= c && c <= '9' || c == '+' || c == '-' || c == '.':
+		default:
+			return "", false
+		}
+	}
+	return "", false
+}
+
+func isASCIILetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
