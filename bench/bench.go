@@ -40,6 +40,7 @@ type Report struct {
 	Hosts           *HostsResult    `json:"hosts,omitempty"`
 	Fleet           *FleetResult    `json:"fleet,omitempty"`
 	Soak            *SoakResult     `json:"soak,omitempty"`
+	Peers           *PeersResult    `json:"peers,omitempty"`
 }
 
 // runner carries one Run's state: its config, its temporary directory and
@@ -77,6 +78,7 @@ func (r *runner) sections(ctx context.Context) error {
 		fn  func(context.Context) error
 	}{
 		{cfg.runs(SectionCeiling) || cfg.runs(SectionCrawl), r.ceilingAndCrawl},
+		{cfg.runs(SectionPeers), r.peers},
 		{cfg.runs(SectionRecrawl), r.recrawl},
 		{cfg.runs(SectionDead), r.dead},
 		{cfg.runs(SectionFrontier), r.frontierSection},

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -64,6 +65,7 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.DurationVar(&o.Delay, "delay", 0, "politeness gap per host")
 	fs.StringVar(&o.Proxy, "proxy", "", "send requests through this proxy (the many-hosts site's SOCKS5 front)")
 	heapProfile := fs.String("heapprofile", "", "write a heap profile here each time the heap in use reaches a new high")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole child here")
 	// The soak's settings; their defaults are the crawl's.
 	fs.StringVar(&o.WARC.Dir, "warc", "", "write WARC files into this directory")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "request timeout (the connect timeout is at most this)")
@@ -84,6 +86,20 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 	if *heapProfile != "" {
 		stop := profileHeapPeaks(*heapProfile)
 		defer stop()
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("bench child: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("bench child: start CPU profile: %w", err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
 	}
 	if *logPath != "" {
 		f, err := os.Create(*logPath)

@@ -23,16 +23,17 @@ const (
 	SectionHosts    = "hosts"
 	SectionFleet    = "fleet"
 	SectionSoak     = "soak"
+	SectionPeers    = "peers"
 )
 
 // AllSections lists every section in run order.
-var AllSections = []string{SectionCeiling, SectionCrawl, SectionRecrawl, SectionDead, SectionFrontier, SectionMemory, SectionHosts, SectionFleet, SectionSoak}
+var AllSections = []string{SectionCeiling, SectionCrawl, SectionPeers, SectionRecrawl, SectionDead, SectionFrontier, SectionMemory, SectionHosts, SectionFleet, SectionSoak}
 
 // DefaultSections are the sections a run selects when none is named: all
 // but the soak, which takes minutes on its own and must be asked for. The
 // fleet section is among them but runs only when Config.Store names a
 // Redis (or "auto"); without one the report says how to run it.
-var DefaultSections = []string{SectionCeiling, SectionCrawl, SectionRecrawl, SectionDead, SectionFrontier, SectionMemory, SectionHosts, SectionFleet}
+var DefaultSections = []string{SectionCeiling, SectionCrawl, SectionPeers, SectionRecrawl, SectionDead, SectionFrontier, SectionMemory, SectionHosts, SectionFleet}
 
 // ParseSections turns "ceiling,crawl" into a set, rejecting unknown names.
 // An empty string selects DefaultSections.

@@ -5,6 +5,11 @@
 //	ceiling   a raw keep-alive fetch loop over the site's URL set: pages/s
 //	crawl     crawl.Engine over the same site from its roots: distinct pages/s,
 //	          its ratio to the ceiling, and every request the site saw
+//	peers     GNU wget2 (-r --max-threads 32, installed with apt-get when
+//	          missing and the bench may) and `breakwater crawl --workers 32`
+//	          as child processes over the same site, alternating, with a
+//	          ceiling pass a round: distinct pages/s, CPU per page (rusage),
+//	          peak RSS, Breakwater's ratios to wget2 and to the ceiling
 //	recrawl   that crawl, then again with --recrawl-after, nothing changed and
 //	          a tenth of the pages changed: time and body bytes against the
 //	          first crawl, and the changed pages fetched again

@@ -30,7 +30,9 @@ const maxRequisiteHops = 8
 // rel="nofollow" ones under --skip-rel-nofollow; its requisites as
 // requisites, within --requisite-hops, whatever the directives.
 func (e *Engine) discoverFrom(it store.Item, links []extract.Link, follow bool) []store.Item {
-	var nav, req []frontier.Link
+	// Most of a page's links are navigation: room for all of them at once.
+	nav := make([]frontier.Link, 0, len(links))
+	var req []frontier.Link
 	for _, l := range links {
 		switch {
 		case l.Kind != extract.Navigation:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/net/html"
@@ -54,7 +55,12 @@ type ScanOptions struct {
 
 // ScanHTMLWith is ScanHTML for a crawler named in opts.
 func ScanHTMLWith(pageURL, contentType string, body io.Reader, opts ScanOptions) (Page, error) {
-	br := bufio.NewReaderSize(body, 4096)
+	br := sniffReaders.Get().(*bufio.Reader)
+	br.Reset(body)
+	defer func() {
+		br.Reset(nil) // the pool must not keep the body alive
+		sniffReaders.Put(br)
+	}()
 	sniff, _ := br.Peek(512)
 	mediaType := htmlMediaType(contentType, sniff)
 	if mediaType == "" || len(sniff) == 0 {
@@ -77,6 +83,10 @@ func ScanHTMLWith(pageURL, contentType string, body io.Reader, opts ScanOptions)
 	sc.resolveSelf(&out)
 	return out, nil
 }
+
+// sniffReaders are the buffered readers pages are sniffed and read
+// through: one a page was a tenth of what a small page's scan allocated.
+var sniffReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
 
 // htmlScan is one page's scan in progress.
 type htmlScan struct {

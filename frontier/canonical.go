@@ -100,22 +100,38 @@ func Resolve(base, ref string) (string, error) {
 // base (every link of a page) without parsing it again each time. It is not
 // safe for concurrent use.
 type BaseURL struct {
-	raw   string
+	raw string
+	// u is the parser's form of raw; for a plain URL it is made only when
+	// a reference needs the parser, as most links of a page do not.
 	u     *url.Url
 	plain *plainURL // nil unless raw is a plain URL (see fastParse)
 }
 
 // ParseBaseURL parses an absolute http(s) base URL.
 func ParseBaseURL(raw string) (*BaseURL, error) {
+	if p, ok := fastParse(raw); ok {
+		// A plain URL is an http(s) URL with a host that the parser
+		// accepts (TestFastCanonicalAgreesWithParser): no parse is needed
+		// to know it is a valid base.
+		return &BaseURL{raw: raw, plain: &p}, nil
+	}
 	u, err := parseHTTP(resolveParse, raw)
 	if err != nil {
 		return nil, fmt.Errorf("base %q: %w", shorten(raw), err)
 	}
-	b := &BaseURL{raw: raw, u: u}
-	if p, ok := fastParse(raw); ok {
-		b.plain = &p
+	return &BaseURL{raw: raw, u: u}, nil
+}
+
+// parsed returns the parser's form of the base, parsing it the first time.
+func (b *BaseURL) parsed() (*url.Url, error) {
+	if b.u == nil {
+		u, err := parseHTTP(resolveParse, b.raw)
+		if err != nil {
+			return nil, fmt.Errorf("base %q: %w", shorten(b.raw), err)
+		}
+		b.u = u
 	}
-	return b, nil
+	return b.u, nil
 }
 
 // Resolve is the package-level Resolve with this base.
@@ -131,7 +147,13 @@ func (b *BaseURL) Resolve(ref string) (string, error) {
 // dedupe hash, from the one parse.
 func (b *BaseURL) ResolveLink(ref string) (Link, error) {
 	if p, ok := fastResolve(b.plain, ref); ok {
-		return Link{URL: p.href(), Host: p.host, Hash: store.HashOf(p.canonical())}, nil
+		href, canonical := p.link()
+		return Link{URL: href, Host: p.host, Hash: store.HashOf(canonical)}, nil
+	}
+	if scheme, ok := otherScheme(ref); ok {
+		// mailto:, javascript:, tel:: the parser would take them whole only
+		// to be refused for their scheme.
+		return Link{}, fmt.Errorf("resolve %q against %q: %w %q", shorten(ref), shorten(b.raw), ErrUnsupportedScheme, scheme)
 	}
 	return b.parseLink(ref)
 }
@@ -158,7 +180,11 @@ func (b *BaseURL) resolve(ref string) (*url.Url, error) {
 	if len(ref) > MaxURLLength {
 		return nil, ErrURLTooLong
 	}
-	u, err := b.u.Parse(ref)
+	base, err := b.parsed()
+	if err != nil {
+		return nil, err
+	}
+	u, err := base.Parse(ref)
 	if err != nil {
 		return nil, err
 	}

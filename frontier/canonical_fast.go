@@ -1,9 +1,6 @@
 package frontier
 
-import (
-	"strconv"
-	"strings"
-)
+import "strings"
 
 // fastCanonical canonicalizes the common plain URL without the WHATWG
 // parser, which costs about 4 µs a URL and is most of the time spent on a
@@ -49,7 +46,26 @@ func (u plainURL) canonical() string {
 
 // fits reports whether both forms stay within MaxURLLength: an empty path
 // becomes "/", so they can be a byte longer than the URL as written.
-func (u plainURL) fits() bool { return len(u.href()) <= MaxURLLength }
+func (u plainURL) fits() bool { return u.hrefLen() <= MaxURLLength }
+
+// hrefLen is len(u.href()), without building it.
+func (u plainURL) hrefLen() int {
+	n := len(u.origin) + len(u.path)
+	if u.hasQuery {
+		n += 1 + len(u.query)
+	}
+	return n
+}
+
+// link is href and canonical together: they are one string unless the
+// query is present but empty, so most links cost one allocation.
+func (u plainURL) link() (href, canonical string) {
+	href = u.href()
+	if u.hasQuery && u.query == "" {
+		return href, href[:len(href)-1]
+	}
+	return href, href
+}
 
 // fastParse cuts an absolute plain URL into its parts.
 func fastParse(raw string) (plainURL, bool) {
@@ -115,13 +131,58 @@ func fastResolve(base *plainURL, ref string) (plainURL, bool) {
 	}
 	var u plainURL
 	var ok bool
-	if base != nil && strings.HasPrefix(ref, "/") && !strings.HasPrefix(ref, "//") {
+	switch {
+	case base != nil && strings.HasPrefix(ref, "/") && !strings.HasPrefix(ref, "//"):
 		u, ok = fastRest(ref)
 		u.origin, u.host = base.origin, base.host
-	} else {
+	case base != nil && relativePath(ref):
+		u, ok = fastRest(mergePath(base.path, ref))
+		u.origin, u.host = base.origin, base.host
+	default:
 		u, ok = fastParse(ref)
 	}
 	return u, ok && u.fits()
+}
+
+// relativePath reports a reference relative to the base's directory
+// ("p/2", "./p", "../p?x"): it starts with neither "/", "?" nor "#", and
+// no ":" comes before its first "/", "?" or "#", so it has no scheme.
+func relativePath(ref string) bool {
+	if ref == "" || ref[0] == '/' || ref[0] == '?' || ref[0] == '#' {
+		return false
+	}
+	end := strings.IndexAny(ref, "/?#")
+	if end < 0 {
+		end = len(ref)
+	}
+	return !strings.Contains(ref[:end], ":")
+}
+
+// mergePath resolves a relative path reference against a base path: the
+// base's directory, less a segment for each leading "../", with each
+// leading "./" dropped, then the rest of the reference. The rest is left
+// for fastRest to vouch for: a dot segment or an odd byte in it sends the
+// reference to the parser.
+func mergePath(basePath, ref string) string {
+	dir := basePath[:strings.LastIndexByte(basePath, '/')+1]
+	for {
+		switch {
+		case strings.HasPrefix(ref, "./"):
+			ref = ref[len("./"):]
+		case strings.HasPrefix(ref, "../"):
+			ref = ref[len("../"):]
+			if dir != "/" {
+				dir = dir[:strings.LastIndexByte(dir[:len(dir)-1], '/')+1]
+			}
+		default:
+			if strings.HasPrefix(ref, "/") || ref == "." || ref == ".." ||
+				strings.HasPrefix(ref, ".?") || strings.HasPrefix(ref, "..?") ||
+				strings.HasPrefix(ref, ".#") || strings.HasPrefix(ref, "..#") {
+				return "/./" // an empty segment or a last dot segment: the parser's
+			}
+			return dir + ref
+		}
+	}
 }
 
 // plainHost accepts lower-case host names whose labels are letters, digits
@@ -134,8 +195,7 @@ func plainHost(h string) bool {
 	if isDottedQuad(h) {
 		return true
 	}
-	labels := strings.Split(h, ".")
-	for _, l := range labels {
+	for l := range strings.SplitSeq(h, ".") {
 		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' || strings.HasPrefix(l, "xn--") {
 			return false
 		}
@@ -149,17 +209,16 @@ func plainHost(h string) bool {
 	// A last label that starts with a digit may be read as a number, and
 	// the parser is laxer about that than the URL standard ("0-0" becomes
 	// 0.0.0.0): only names whose last label starts with a letter are plain.
-	last := labels[len(labels)-1]
+	last := h[strings.LastIndexByte(h, '.')+1:]
 	return 'a' <= last[0] && last[0] <= 'z'
 }
 
 // isDottedQuad reports four decimal numbers 0-255 without leading zeros.
 func isDottedQuad(h string) bool {
-	parts := strings.Split(h, ".")
-	if len(parts) != 4 {
+	if strings.Count(h, ".") != 3 {
 		return false
 	}
-	for _, p := range parts {
+	for p := range strings.SplitSeq(h, ".") {
 		if !plainDecimal(p, 255) {
 			return false
 		}
@@ -173,7 +232,7 @@ func plainPort(p string) bool { return plainDecimal(p, 65535) }
 // plainDecimal reports whether s is a decimal number from 0 to limit,
 // written as the parser writes numbers: no sign, no leading zero.
 func plainDecimal(s string, limit int) bool {
-	if s == "" || len(s) > len(strconv.Itoa(limit)) || len(s) > 1 && s[0] == '0' {
+	if s == "" || len(s) > decimalDigits(limit) || len(s) > 1 && s[0] == '0' {
 		return false
 	}
 	n := 0
@@ -186,6 +245,15 @@ func plainDecimal(s string, limit int) bool {
 	return n <= limit
 }
 
+// decimalDigits is the number of digits of n >= 0 written in decimal.
+func decimalDigits(n int) int {
+	d := 1
+	for ; n >= 10; n /= 10 {
+		d++
+	}
+	return d
+}
+
 // plainPath accepts "" or "/..." of characters outside the parser's path
 // percent-encode set, without "%" or "\" and without "." or ".." segments.
 func plainPath(p string) bool {
@@ -195,7 +263,7 @@ func plainPath(p string) bool {
 	if p[0] != '/' {
 		return false
 	}
-	for _, seg := range strings.Split(p[1:], "/") {
+	for seg := range strings.SplitSeq(p[1:], "/") {
 		if seg == "." || seg == ".." {
 			return false
 		}
@@ -242,3 +310,26 @@ func allIn(s string, set *charSet) bool {
 	}
 	return true
 }
+
+// otherScheme returns the scheme, lower-cased as the parser writes it, of
+// a plain absolute reference whose scheme is neither http nor https
+// ("mailto:a@b.c"): the parser would refuse it for its scheme alone.
+func otherScheme(ref string) (string, bool) {
+	if len(ref) > MaxURLLength || ref == "" || !isASCIILetter(ref[0]) || !plainTail(ref) {
+		return "", false
+	}
+	for i := 1; i < len(ref); i++ {
+		c := ref[i]
+		switch {
+		case c == ':':
+			scheme := strings.ToLower(ref[:i])
+			return scheme, scheme != "http" && scheme != "https"
+		case isASCIILetter(c) || '0' <= c && c <= '9' || c == '+' || c == '-' || c == '.':
+		default:
+			return "", false
+		}
+	}
+	return "", false
+}
+
+func isASCIILetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }

@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"breakwater/store"
+	"errors"
 	"strings"
 	"testing"
 
@@ -207,7 +208,15 @@ func TestFastResolveAgreesWithParser(t *testing.T) {
 func FuzzFastResolve(f *testing.F) {
 	f.Add("http://example.com/a/b", "/p/2?x#y")
 	f.Add("https://127.0.0.1:8443/", "http://a.test:8080/q")
-	f.Fuzz(func(t *testing.T, base, ref string) { checkFastResolve(t, base, ref) })
+	f.Add("http://example.com/a/b/c", "../../p?x#y")
+	f.Add("http://example.com/a/", "./p/./q")
+	f.Add("http://example.com/a/b", "../../../..?x")
+	f.Add("http://example.com/", "p:q/r")
+	f.Add("http://example.com/", "MailTo:a@b.c")
+	f.Fuzz(func(t *testing.T, base, ref string) {
+		checkFastResolve(t, base, ref)
+		checkOtherScheme(t, base, ref)
+	})
 }
 
 // At the length limit: a URL without a path gains a "/", which can take it
@@ -220,5 +229,47 @@ func TestFastPathsAtTheLengthLimit(t *testing.T) {
 		checkFastResolve(t, "http://example.com/a", raw)
 		rooted := "/?q=" + strings.Repeat("a", MaxURLLength-len("http://example.com/?q=")+pad)
 		checkFastResolve(t, "http://example.com/a", rooted)
+	}
+}
+
+// checkOtherScheme holds ResolveLink's quick refusal of a reference with
+// another scheme to the parser's: refused too, with the same error.
+func checkOtherScheme(t interface {
+	Fatalf(string, ...any)
+}, base, ref string) bool {
+	b, err := ParseBaseURL(base)
+	if err != nil {
+		return false
+	}
+	if _, ok := otherScheme(ref); !ok {
+		return false
+	}
+	_, got := b.ResolveLink(ref)
+	_, want := b.parseLink(ref)
+	if got == nil || want == nil || got.Error() != want.Error() || !errors.Is(got, ErrUnsupportedScheme) {
+		t.Fatalf("ResolveLink(%q) against %q: error %v; the parser's %v", ref, base, got, want)
+	}
+	return true
+}
+
+// The links a page most often holds take neither the parser nor the
+// refusal of another scheme by surprise: relative paths take the fast
+// path, and other schemes are refused as the parser refuses them.
+func TestFastPathsTakeCommonLinks(t *testing.T) {
+	const base = "http://127.0.0.1:8080/a/b/page.html?x=1"
+	for _, ref := range []string{"p", "p/q?r=s", "./p", "../p", "../../p#f", "../../../p", "p#top", "./", "../"} {
+		if !checkFastResolve(t, base, ref) {
+			t.Errorf("the fast path left %q to the parser", ref)
+		}
+	}
+	for _, ref := range []string{"mailto:webmaster@bench-1.example", "javascript:void(0)", "TEL:+1-555", "data:text/plain,x", "ftp://example.com/f"} {
+		if !checkOtherScheme(t, base, ref) {
+			t.Errorf("%q was not refused for its scheme", ref)
+		}
+	}
+	for _, ref := range []string{"p/./q", "p/../q", ".", "..", "..?x", "./p q", "http:p", "HTTPS:p"} {
+		if checkFastResolve(t, base, ref) || checkOtherScheme(t, base, ref) {
+			t.Errorf("%q was not left to the parser", ref)
+		}
 	}
 }

@@ -254,3 +254,22 @@ func BenchmarkCanonicalize(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkResolveLinks resolves the links of a page of the crawl bench's
+// site against it: paths from the root, relative paths, an empty query,
+// a fragment, other hosts and a mailto:, in the site's proportions.
+func BenchmarkResolveLinks(b *testing.B) {
+	const page = "http://127.0.0.1:36047/p/17"
+	refs := []string{"/p/18", "/p/19", "/p/34?", "/p/35#comments", "../p/52", "http://127.0.0.1:41234/p/26",
+		"http://127.0.0.1:41234/", "mailto:webmaster@bench-001.example"}
+	b.ReportAllocs()
+	for b.Loop() {
+		base, err := ParseBaseURL(page)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, ref := range refs {
+			base.ResolveLink(ref)
+		}
+	}
+}

@@ -7,7 +7,9 @@
 // that hands a worker a URL of a host that is ready now.
 //
 // Commits: the writer commits as soon as it is idle, and under a steady load
-// at most every Options.CommitEvery (100ms) or MaxBatch operations. Every
+// at most every Options.CommitEvery (100ms) or MaxBatch operations, or a
+// tenth of CommitEvery while a worker starves (no host to wait for: the
+// batch holds its next URLs, the crawl's start and end among them). Every
 // bbolt commit copies each page it touches to a new place in the file, so
 // fewer, bigger commits mean fewer fsyncs, fewer page copies and fewer file
 // pages mapped into the process.

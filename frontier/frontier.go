@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"breakwater/store"
@@ -46,7 +47,8 @@ type Options struct {
 	// pwrite each), so bigger batches spread that cost over more URLs.
 	MaxBatch int
 	// CommitEvery is the shortest time between two commits while operations
-	// keep arriving. Default 100ms; negative commits as soon as possible.
+	// keep arriving, a tenth of it while a Next waits with no host to wait
+	// for. Default 100ms; negative commits as soon as possible.
 	CommitEvery time.Duration
 	// PromoteBatch caps the deferred URLs moved back per commit. Default 2048.
 	PromoteBatch int
@@ -146,6 +148,9 @@ type Frontier struct {
 	// later loads only above it (see host).
 	announcedSeq uint64
 	closed       bool
+	// starving counts the Next calls waiting while no host at all is in
+	// the ready heap: only the writer's next commit can give them work.
+	starving atomic.Int32
 }
 
 // Open loads the scheduler's view of the queue from db and starts the writer.
@@ -207,46 +212,60 @@ func (f *Frontier) Next(ctx context.Context) (*Lease, error) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		lease, wait, wake, err := f.tryNext()
+		lease, wait, wake, starved, err := f.tryNext()
 		if lease != nil || err != nil {
 			return lease, err
+		}
+		if starved && f.starving.Add(1) == 1 {
+			f.writer.hurry()
 		}
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
 		case <-wake:
 		case <-timer.C:
+		}
+		if starved {
+			f.starving.Add(-1)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
 	}
 }
 
+// starved reports whether a worker waits with no host to wait for.
+func (f *Frontier) starved() bool { return f.starving.Load() > 0 }
+
 const maxWait = time.Minute
 
-func (f *Frontier) tryNext() (*Lease, time.Duration, <-chan struct{}, error) {
+// tryNext leases a URL of a ready host, or says how long to wait for one
+// and whether no host at all is waited for (starved).
+func (f *Frontier) tryNext() (l *Lease, wait time.Duration, wake <-chan struct{}, starved bool, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.writer.failure(); err != nil {
-		return nil, 0, nil, err
+		return nil, 0, nil, false, err
 	}
 	if f.closed {
-		return nil, 0, nil, ErrClosed
+		return nil, 0, nil, false, ErrClosed
 	}
 	now := f.opts.Now()
 	if h := f.ready.peek(); h != nil && !h.readyAt.After(now) {
 		l := f.leaseLocked(h)
 		f.wakeLongestLocked()
-		return l, 0, nil, nil
+		return l, 0, nil, false, nil
 	}
 	if f.idleLocked() {
-		return nil, 0, nil, ErrExhausted
+		return nil, 0, nil, false, ErrExhausted
 	}
 	f.activateLocked()
-	wait := maxWait
-	if h := f.ready.peek(); h != nil {
+	wait = maxWait
+	h := f.ready.peek()
+	if h != nil {
 		wait = min(wait, h.readyAt.Sub(now))
 	}
-	return nil, wait, f.wake, nil
+	return nil, wait, f.wake, h == nil, nil
 }
 
 func (f *Frontier) leaseLocked(h *hostQueue) *Lease {

@@ -757,6 +757,37 @@ func TestCommitsLinger(t *testing.T) {
 			}
 		})
 	})
+	t.Run("a starving worker cuts the linger to a tenth", func(t *testing.T) {
+		bubble(t, Options{CommitEvery: every, HostConcurrency: 2}, func(t *testing.T, h *harness) {
+			h.add(pageURL("a.test", 0))
+			synctest.Wait()
+			h.f.Started(mustLease(t, h.f), time.Now()) // nothing else is queued: the next Next starves
+			next := asyncNext(t.Context(), h.f)
+			h.add(pageURL("a.test", 1))
+			synctest.Wait()
+			if c := h.counts(); c.Queued != 1 {
+				t.Fatalf("add right after a commit: %d queued, want it to wait", c.Queued)
+			}
+			time.Sleep(every/starvedLinger - time.Millisecond)
+			synctest.Wait()
+			if c := h.counts(); c.Queued != 1 {
+				t.Fatalf("%v after the commit: %d queued, want still 1", every/starvedLinger-time.Millisecond, c.Queued)
+			}
+			time.Sleep(time.Millisecond)
+			synctest.Wait()
+			if c := h.counts(); c.Queued != 2 {
+				t.Fatalf("%v after the commit, a worker starving: %d queued, want 2", every/starvedLinger, c.Queued)
+			}
+			select {
+			case r := <-next:
+				if r.err != nil || r.lease.Item.URL != pageURL("a.test", 1) {
+					t.Fatalf("the starving Next got %v, %v; want the new URL", r.lease, r.err)
+				}
+			default:
+				t.Fatal("the starving Next still waits after the commit")
+			}
+		})
+	})
 	t.Run("a full batch commits at once", func(t *testing.T) {
 		bubble(t, Options{CommitEvery: every, MaxBatch: 3}, func(t *testing.T, h *harness) {
 			h.add(pageURL("a.test", 0))

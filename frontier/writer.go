@@ -18,8 +18,11 @@ type writer struct {
 	f    *Frontier
 	reqs chan request
 	load chan struct{} // poked when hosts wait for a refill
-	quit chan struct{}
-	done chan struct{}
+	// hungry is poked when a worker starts to starve (see Frontier.starved):
+	// a lingering batch is committed sooner.
+	hungry chan struct{}
+	quit   chan struct{}
+	done   chan struct{}
 
 	mu      sync.Mutex
 	room    *sync.Cond    // signalled when queued weight drops
@@ -46,6 +49,7 @@ func newWriter(f *Frontier) *writer {
 		f:      f,
 		reqs:   make(chan request, 8192),
 		load:   make(chan struct{}, 1),
+		hungry: make(chan struct{}, 1),
 		quit:   make(chan struct{}),
 		done:   make(chan struct{}),
 		failed: make(chan struct{}),
@@ -75,6 +79,14 @@ func (w *writer) submit(weight int, fn func(*store.Batch)) error {
 }
 
 // poke tells the writer that refills are waiting; it never blocks.
+// hurry tells a lingering writer that a worker starves.
+func (w *writer) hurry() {
+	select {
+	case w.hungry <- struct{}{}:
+	default:
+	}
+}
+
 func (w *writer) poke() {
 	select {
 	case w.load <- struct{}{}:
@@ -134,7 +146,7 @@ func (w *writer) run() {
 			w.drain()
 			return
 		}
-		quit := w.linger(&batch, &taken, linger, time.Until(lastCommit.Add(w.f.opts.CommitEvery)))
+		quit := w.linger(&batch, &taken, linger, lastCommit)
 		w.gather(&batch, &taken)
 		w.commit(&batch, taken)
 		lastCommit = time.Now()
@@ -150,20 +162,34 @@ func (w *writer) run() {
 // load commits come at most every CommitEvery: each commit rewrites every
 // page it touches at a new place in the file, so fewer, bigger commits
 // cost fewer fsyncs, fewer page copies and fewer pages mapped into memory.
-// An idle writer (wait already over) commits at once. Refills keep being
-// served meanwhile. It reports whether the frontier is closing.
-func (w *writer) linger(b *store.Batch, t *taken, timer *time.Timer, wait time.Duration) bool {
+// An idle writer (wait already over) commits at once. While a worker
+// starves, with no host to wait for, the batch is what it waits for: the
+// writer lingers only a tenth as long. Refills keep being served
+// meanwhile. It reports whether the frontier is closing.
+func (w *writer) linger(b *store.Batch, t *taken, timer *time.Timer, lastCommit time.Time) bool {
+	every := w.f.opts.CommitEvery
+	hurried := lastCommit.Add(every / starvedLinger)
+	wait := time.Until(lastCommit.Add(every))
 	if wait <= 0 {
 		return false
 	}
 	timer.Reset(wait)
 	defer timer.Stop()
 	for b.Len() < w.f.opts.MaxBatch && !w.full() {
+		if w.f.starved() {
+			if left := time.Until(hurried); left <= 0 {
+				return false
+			} else if left < wait {
+				wait = left
+				timer.Reset(wait)
+			}
+		}
 		select {
 		case r := <-w.reqs:
 			t.add(r, b)
 		case <-w.load:
 			w.f.loadHosts()
+		case <-w.hungry:
 		case <-timer.C:
 			return false
 		case <-w.quit:
@@ -172,6 +198,9 @@ func (w *writer) linger(b *store.Batch, t *taken, timer *time.Timer, wait time.D
 	}
 	return false
 }
+
+// starvedLinger divides CommitEvery while a worker starves.
+const starvedLinger = 10
 
 // full reports whether producers are waiting for room: lingering would
 // only stall them.

@@ -53,6 +53,9 @@ type batchWriter struct {
 	// and whether any lane holds anything.
 	refill map[string]struct{}
 	lanes  int
+	// named holds the hashes this transaction found or put in the link
+	// graph's URL table.
+	named map[store.Hash]struct{}
 }
 
 // newBatchWriter prepares to apply a batch with the given number of Adds.

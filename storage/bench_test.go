@@ -86,3 +86,40 @@ func BenchmarkCompleteBatch(b *testing.B) {
 	}
 	reportURLRate(b)
 }
+
+// BenchmarkPutLinks measures one Commit of the link graph of 500 pages of a
+// 500-page site, 8 links each to other pages of it, after a first commit
+// named every URL: most link targets are in the URL table already, as in a
+// crawl, where each page is linked from several others.
+func BenchmarkPutLinks(b *testing.B) {
+	const pages, perPage = 500, 8
+	db := openTestDB(b)
+	site := make([]store.Item, pages)
+	for i := range site {
+		site[i] = item(fmt.Sprintf("host%02d.example", i%50), fmt.Sprintf("/p/%d", i))
+	}
+	batchOf := func() *store.Batch {
+		var batch store.Batch
+		for i, page := range site {
+			links := make([]store.Outlink, perPage)
+			for j := range links {
+				to := site[(i*7+j*13+1)%pages]
+				links[j] = store.Outlink{To: to.Hash, Edge: store.Edge{From: page.URL, To: to.URL, Kind: store.LinkNavigation}}
+			}
+			batch.PutLinks(page, links, nil)
+		}
+		return &batch
+	}
+	if _, err := db.Commit(batchOf()); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		batch := batchOf()
+		b.StartTimer()
+		if _, err := db.Commit(batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -32,18 +32,37 @@ func (w *batchWriter) putLinks(page store.Item, rec []byte, links []store.Outlin
 		return fmt.Errorf("links of %s: %w", page.URL, err)
 	}
 	urls := w.tx.Bucket(bucketLinkURLs)
-	if err := putURL(urls, page.Hash, page.URL); err != nil {
+	if err := w.nameURL(urls, &page.Hash, page.URL); err != nil {
 		return err
 	}
 	for i := range links {
-		if err := putURL(urls, links[i].To, links[i].Edge.To); err != nil {
+		if err := w.nameURL(urls, &links[i].To, links[i].Edge.To); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func putURL(urls *bolt.Bucket, h store.Hash, url string) error {
+// nameURL is putURL once a transaction per hash: the pages of one batch
+// link to many of the same URLs (a site's navigation), and a lookup in
+// memory is far cheaper than one in the table.
+func (w *batchWriter) nameURL(urls *bolt.Bucket, h *store.Hash, url string) error {
+	if _, done := w.named[*h]; done {
+		return nil
+	}
+	if err := putURL(urls, h, url); err != nil {
+		return err
+	}
+	if w.named == nil {
+		w.named = make(map[store.Hash]struct{})
+	}
+	w.named[*h] = struct{}{}
+	return nil
+}
+
+// putURL names h in the URL table unless it is there. h is a pointer so
+// that the key is a slice of the caller's array, not of a copy made for it.
+func putURL(urls *bolt.Bucket, h *store.Hash, url string) error {
 	if urls.Get(h[:]) != nil {
 		return nil
 	}
