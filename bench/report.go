@@ -46,7 +46,7 @@ func set(name string, value any) Setting {
 // each figure named after its section and held against its target.
 func (r *Report) Sections() []Section {
 	var out []Section
-	for _, build := range []func() *Section{r.ceilingSection, r.crawlSection, r.recrawlSection, r.deadSection,
+	for _, build := range []func() *Section{r.ceilingSection, r.crawlSection, r.recrawlSection, r.tailSection, r.deadSection,
 		r.frontierSection, r.memorySection, r.hostsSection, r.fleetSection, r.soakSection} {
 		s := build()
 		if s == nil {
