@@ -54,17 +54,17 @@ func TestRetryBudgetAllowance(t *testing.T) {
 		{0, 1000, 0, 0, 0, 3},
 		{1, 7, 0, 0, 0, 10},
 		{0.2, -5, 0, 0, 0, 3},
-		{0.2, 0, 7, 3, 0, 21},                       // 3 + 3*7 - 3: a healthy-enough host earns retries
-		{0.2, 0, 1, 3, 0, 3},                        // a quarter healthy earns nothing
-		{0.2, 0, 2, 8, 0, 3},                        // nor does a fifth
-		{0.2, 100, 10, 90, 0, 23},                   // a struggling host keeps its old share
-		{0.2, 100, 70, 30, 0, 203},                  // 3 + 20 + 210 - 30
-		{0.2, 0, 700, 300, time.Second, 60},         // its pace serves 60 a minute
-		{0.2, 0, 700, 300, 10 * time.Second, 6},     // 6 a minute
-		{0.2, 0, 700, 300, 5 * time.Minute, 3},      // the floor stands above a slow pace
-		{0.2, 0, 0, 0, time.Millisecond, 3},         // a fast pace earns nothing by itself
-		{0.2, 0, -4, -4, 0, 3},                      // negative counts are none
-		{0.2, 0, 1 << 30, 0, 0, math.MaxInt32},      // never past the counters' range
+		{0.2, 0, 7, 3, 0, 21},                   // 3 + 3*7 - 3: a healthy-enough host earns retries
+		{0.2, 0, 1, 3, 0, 3},                    // a quarter healthy earns nothing
+		{0.2, 0, 2, 8, 0, 3},                    // nor does a fifth
+		{0.2, 100, 10, 90, 0, 23},               // a struggling host keeps its old share
+		{0.2, 100, 70, 30, 0, 203},              // 3 + 20 + 210 - 30
+		{0.2, 0, 700, 300, time.Second, 60},     // its pace serves 60 a minute
+		{0.2, 0, 700, 300, 10 * time.Second, 6}, // 6 a minute
+		{0.2, 0, 700, 300, 5 * time.Minute, 3},  // the floor stands above a slow pace
+		{0.2, 0, 0, 0, time.Millisecond, 3},     // a fast pace earns nothing by itself
+		{0.2, 0, -4, -4, 0, 3},                  // negative counts are none
+		{0.2, 0, 1 << 30, 0, 0, math.MaxInt32},  // never past the counters' range
 	}
 	for _, tt := range tests {
 		b := NewRetryBudget(tt.ratio, time.Minute, 3)
@@ -399,9 +399,9 @@ func spread(tenths ...int) func(int) bool {
 func TestRetryBudgetTailAtPace(t *testing.T) {
 	const latency = 20 * time.Millisecond
 	tests := []struct {
-		name       string
-		fails      func(int) bool
-		pace       time.Duration
+		name  string
+		fails func(int) bool
+		pace  time.Duration
 		// The tail must take at most maxStretch times its retries at the
 		// pace; a struggling host must see at most maxBusiest retries in
 		// any five sixths of a minute.
