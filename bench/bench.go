@@ -41,6 +41,8 @@ type Report struct {
 	Hosts           *HostsResult    `json:"hosts,omitempty"`
 	Fleet           *FleetResult    `json:"fleet,omitempty"`
 	Soak            *SoakResult     `json:"soak,omitempty"`
+	// Baseline, if set, is the figures against a previous BENCHMARKS.md.
+	Baseline *BaselineComparison `json:"baseline,omitempty"`
 }
 
 // runner carries one Run's state: its config, its temporary directory and

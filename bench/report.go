@@ -113,6 +113,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if r.Baseline != nil {
+		writeBaseline(w, r.Baseline)
+	}
 	for _, s := range sections {
 		writeMethod(w, s)
 	}
