@@ -42,7 +42,7 @@ func (b *benchFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&b.quick, "quick", false, "small configuration for smoke tests (well under a minute)")
 	fs.StringVar(&b.only, "only", "", "comma-separated sections to run: "+strings.Join(bench.AllSections, ",")+" (default all but soak)")
 	fs.BoolVar(&b.soak, "soak", false, "also run the soak section, left out of the default run for its length (6-13 minutes on 2 cores, "+
-		"most of it the flaky host's last retries, which the retry budget lets through three a minute): "+
+		"most of it the crawl of the healthy hosts and the dead host's give-up): "+
 		"100,000 pages on 1,000 hosts plus a dead, a flaky, a throttling, a recovering and a refusing host, with --warc, "+
 		"in a child process; peak RSS along it, goroutines and descriptors left, the dead host's requests (--only soak runs it alone; "+
 		"--quick --soak a small one in under a minute)")
