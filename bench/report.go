@@ -151,8 +151,8 @@ func writeMethod(w io.Writer, s Section) {
 // value prints the figure's value in its unit: "1,899 pages/s",
 // ">= 20.0 s", "1195 / 1200", "19,998 pages/s (median of 3: 11,100-25,818)".
 func (f Figure) value() string {
-	if f.Unit == Text {
-		return f.Text
+	if f.Unit == Text || f.Value == 0 && (f.Text == "+Inf" || f.Text == "-Inf" || f.Text == "NaN") {
+		return f.Text // no number JSON can carry: Sections put it in Text
 	}
 	s := format(f.Unit, f.Value)
 	if f.Of != nil {

@@ -161,7 +161,7 @@ func (b *RetryBudget) TryRetry(host string, now time.Time) (ok bool, retryAt tim
 // TryRetryPaced reports whether host, whose requests go pace apart, may
 // have a retry at now, and consumes one if so. When it may not, retryAt is
 // when to ask again: if answers to the host's requests are still to come
-// (they may earn room), after one pace interval; otherwise the earliest
+// and could earn room, after one pace interval; otherwise the earliest
 // time the window will have room assuming nothing new happens. The caller
 // should defer the retry until then, never drop it. When ok, retryAt is
 // now.
@@ -185,12 +185,27 @@ func (b *RetryBudget) TryRetryPaced(host string, pace time.Duration, now time.Ti
 			break
 		}
 	}
-	if w.pending() > 0 {
+	if b.couldEarn(w, pace) {
 		if soon := now.Add(max(pace, b.width/retryRecheckBuckets, 1)); soon.Before(retryAt) {
 			retryAt = soon
 		}
 	}
 	return false, retryAt
+}
+
+// couldEarn reports whether the answers still to come to the window's
+// requests could make room, were they all healthy: only then is a refused
+// retry worth asking about again before the window slides. A host whose
+// failures already outweigh what its answers could earn waits for the
+// slide, so its deferred retries are not churned every pace interval.
+func (b *RetryBudget) couldEarn(w RetryWindow, pace time.Duration) bool {
+	p := w.pending()
+	if p <= 0 {
+		return false
+	}
+	best := w
+	best.Healthy += p
+	return w.Retries < b.Allowance(best, pace)
 }
 
 // Window returns what host did in the window ending at now.

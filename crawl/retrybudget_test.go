@@ -493,7 +493,7 @@ func TestRetryBudgetProperties(t *testing.T) {
 				w := b.Window("h", when)
 				return w.Retries < b.Allowance(w, pace)
 			}
-			if before.pending() > 0 {
+			if b.couldEarn(before, pace) {
 				if at.Sub(now) > max(pace, b.width/retryRecheckBuckets) {
 					t.Fatalf("answers to come, yet retryAt is %v on", at.Sub(now))
 				}
@@ -544,4 +544,32 @@ func TestRetryBudgetAllowanceMonotone(t *testing.T) {
 			t.Fatalf("allowance %d below the floor %d", base, b.minPerWindow)
 		}
 	})
+}
+
+func TestRetryBudgetRechecksOnlyWhenAnswersCouldEarn(t *testing.T) {
+	tests := []struct {
+		name            string
+		healthy, failed int // answers to the 4 first attempts and 3 floor retries
+		want            time.Duration
+	}{
+		{"answers to come could earn room: one pace on", 0, 0, 5*time.Second + time.Second},
+		{"the last two could still earn: one pace on", 0, 5, 5*time.Second + time.Second},
+		{"failures outweigh what the last could earn: the slide", 0, 6, time.Minute},
+		{"every answer in: the slide", 0, 7, time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := NewRetryBudget(0.2, time.Minute, 3)
+			firsts(b, "h", bt(0), 4)
+			retriesOKNoT(b, bt(0), 3)
+			answers(b, "h", bt(time.Second), tt.healthy, tt.failed)
+			if got := b.Allowance(b.Window("h", bt(5*time.Second)), time.Second); got != 3 {
+				t.Fatalf("allowance %d, want the floor of 3 for the setup", got)
+			}
+			ok, at := b.TryRetryPaced("h", time.Second, bt(5*time.Second))
+			if ok || !at.Equal(bt(tt.want)) {
+				t.Fatalf("TryRetryPaced = %v, t0+%v; want false, t0+%v", ok, at.Sub(budgetT0), tt.want)
+			}
+		})
+	}
 }
