@@ -34,6 +34,7 @@ type Report struct {
 	Ceiling         *CeilingResult  `json:"ceiling,omitempty"`
 	Crawl           *CrawlResult    `json:"crawl,omitempty"`
 	Recrawl         *RecrawlResult  `json:"recrawl,omitempty"`
+	Tail            *TailResult     `json:"tail,omitempty"`
 	Dead            *DeadResult     `json:"dead,omitempty"`
 	Frontier        *FrontierResult `json:"frontier,omitempty"`
 	Memory          *MemoryResult   `json:"memory,omitempty"`
@@ -41,6 +42,8 @@ type Report struct {
 	Fleet           *FleetResult    `json:"fleet,omitempty"`
 	Soak            *SoakResult     `json:"soak,omitempty"`
 	Peers           *PeersResult    `json:"peers,omitempty"`
+	// Baseline, if set, is the figures against a previous BENCHMARKS.md.
+	Baseline *BaselineComparison `json:"baseline,omitempty"`
 }
 
 // runner carries one Run's state: its config, its temporary directory and
@@ -80,6 +83,7 @@ func (r *runner) sections(ctx context.Context) error {
 		{cfg.runs(SectionCeiling) || cfg.runs(SectionCrawl), r.ceilingAndCrawl},
 		{cfg.runs(SectionPeers), r.peers},
 		{cfg.runs(SectionRecrawl), r.recrawl},
+		{cfg.runs(SectionTail), r.tail},
 		{cfg.runs(SectionDead), r.dead},
 		{cfg.runs(SectionFrontier), r.frontierSection},
 		{cfg.runs(SectionMemory) && cfg.Child != nil, r.memory},

@@ -24,16 +24,17 @@ const (
 	SectionFleet    = "fleet"
 	SectionSoak     = "soak"
 	SectionPeers    = "peers"
+	SectionTail     = "tail"
 )
 
 // AllSections lists every section in run order.
-var AllSections = []string{SectionCeiling, SectionCrawl, SectionPeers, SectionRecrawl, SectionDead, SectionFrontier, SectionMemory, SectionHosts, SectionFleet, SectionSoak}
+var AllSections = []string{SectionCeiling, SectionCrawl, SectionPeers, SectionRecrawl, SectionTail, SectionDead, SectionFrontier, SectionMemory, SectionHosts, SectionFleet, SectionSoak}
 
 // DefaultSections are the sections a run selects when none is named: all
 // but the soak, which takes minutes on its own and must be asked for. The
 // fleet section is among them but runs only when Config.Store names a
 // Redis (or "auto"); without one the report says how to run it.
-var DefaultSections = []string{SectionCeiling, SectionCrawl, SectionPeers, SectionRecrawl, SectionDead, SectionFrontier, SectionMemory, SectionHosts, SectionFleet}
+var DefaultSections = []string{SectionCeiling, SectionCrawl, SectionPeers, SectionRecrawl, SectionTail, SectionDead, SectionFrontier, SectionMemory, SectionHosts, SectionFleet}
 
 // ParseSections turns "ceiling,crawl" into a set, rejecting unknown names.
 // An empty string selects DefaultSections.
@@ -150,6 +151,8 @@ type Config struct {
 	// dead, a flaky, a throttling, a recovering and a refusing host, with
 	// --warc, Workers and HostConcurrency as above.
 	Soak SoakConfig
+	// Tail is the tail section: a flaky host's last retries.
+	Tail TailConfig
 
 	TempDir string                           // parent of the run's temporary directory; "" means os.TempDir
 	Logger  *slog.Logger                     // the crawls' logger; nil discards
@@ -182,6 +185,7 @@ func DefaultConfig() Config {
 		HostsCap:   20 * time.Minute,
 		FleetProcs: []int{1, 2, 4}, FleetPasses: 3, FleetCap: 5 * time.Minute,
 		Soak: DefaultSoakConfig(),
+		Tail: DefaultTailConfig(),
 	}
 }
 
@@ -210,6 +214,7 @@ func QuickConfig() Config {
 	c.FailingThreshold = 2
 	c.FleetPasses, c.FleetCap = 1, time.Minute
 	c.Soak = QuickSoakConfig()
+	c.Tail = QuickTailConfig()
 	return c
 }
 

@@ -12,7 +12,10 @@
 //	          peak RSS, Breakwater's ratios to wget2 and to the ceiling
 //	recrawl   that crawl, then again with --recrawl-after, nothing changed and
 //	          a tenth of the pages changed: time and body bytes against the
-//	          first crawl, and the changed pages fetched again
+//	          first crawl, and the changed pages fetched again (30 KB pages)
+//	tail      healthy hosts and a 30%-flaky one at a politeness delay: the
+//	          time from the last first attempt to the end of the crawl against
+//	          what the flaky host's retries in it need at its pace
 //	dead      the same crawl over a bigger site with one dead host, with the
 //	          breaker on and off, against the site without the dead host
 //	frontier  enqueue and lease+complete throughput of the bbolt frontier
@@ -34,6 +37,9 @@
 // section's method and settings, and one renderer prints them, as a table
 // (WriteTable) or as JSON (WriteJSON). A missed target is reported, not
 // hidden; a missed check (a result that is wrong, not slow) is FAILED.
+// Given a previous BENCHMARKS.md (ParseBaseline), Compare holds every
+// figure with a better side against the same-named figure there, and the
+// table names each one more than 10% worse.
 //
 // Memory is measured in a separate process so that the site, the parent's
 // own allocations and the other sections do not count: Config.Child builds

@@ -167,6 +167,8 @@ func (r *Report) recrawlSection() *Section {
 		num("nothing changed: time, first crawl / this", Times, c.TimeRatio(u), meansTime).want(AtLeast, TargetRecrawlTimeRatio),
 		num("nothing changed: body bytes received", Bytes, u.BodyBytes, "at most a tenth of the first crawl's").
 			want(AtMost, float64(f.BodyBytes)/TargetRecrawlBytesRatio),
+		num("nothing changed: body bytes, first crawl / this", Times, c.BytesRatio(u),
+			"the first crawl's body bytes over this one's (+Inf: none received)").want(AtLeast, TargetRecrawlBytesRatio),
 		secsOf("a tenth changed: wall", ch.Wall, meansWall),
 		num("a tenth changed: page requests", Count, ch.PageRequests, meansRequests),
 		num("a tenth changed: answered 304", Count, ch.NotModified, "the pages that did not change"),
@@ -183,7 +185,7 @@ func (r *Report) recrawlSection() *Section {
 			"--recrawl-after, each run's clock further on so that every page is stale and robots.txt is not: once " +
 			"with no page changed, once with every tenth page of each host given a new revision. Requests, 304s " +
 			"and body bytes are counted from the site's own logs; the raw loop is the ceiling's, run after the crawls.",
-		Settings: []Setting{set("site", c.Site), set("recrawl-after", recrawlAfter), set("clock step", recrawlStep),
+		Settings: []Setting{set("site", c.Site), set("page bytes", RecrawlPageBytes), set("recrawl-after", recrawlAfter), set("clock step", recrawlStep),
 			set("robots.txt cached", robots.DefaultTTL), set("pages changed", c.ChangedPages)},
 		Figures: figs,
 	}

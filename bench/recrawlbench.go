@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"path/filepath"
 	"sync"
@@ -58,7 +59,7 @@ const (
 
 func (r *runner) recrawl(ctx context.Context) error {
 	cfg := r.cfg
-	site, err := startSite(cfg.Site, 0, 0)
+	site, err := startSizedSite(cfg.Site, RecrawlPageBytes)
 	if err != nil {
 		return err
 	}
@@ -151,6 +152,22 @@ func getTagged(ctx context.Context, client *http.Client, url, etag string, condi
 	defer resp.Body.Close()
 	_, err = io.Copy(io.Discard, resp.Body)
 	return resp.Header.Get("ETag"), err == nil && resp.StatusCode == want
+}
+
+// RecrawlPageBytes is the size of the recrawl site's pages: the median
+// HTML page on the web is about 30 KB, and a 3 KB page costs so little to
+// send on loopback that a 304 would save nothing worth measuring.
+const RecrawlPageBytes = 30_000
+
+// startSizedSite serves size healthy hosts whose pages are padded to at
+// least pageBytes, with the bench's fixed seed.
+func startSizedSite(size Size, pageBytes int) (*demosite.Site, error) {
+	specs := demosite.BenchSpecs(size.Hosts, size.Pages, false, 0)
+	site, err := demosite.Start(specs, demosite.SiteOptions{Seed: 1, PageBytes: pageBytes})
+	if err != nil {
+		return nil, fmt.Errorf("start bench site (%s, %d-byte pages): %w", size, pageBytes, err)
+	}
+	return site, nil
 }
 
 func hours(d time.Duration) string { return fmt.Sprintf("%gh", d.Hours()) }
@@ -248,4 +265,13 @@ func refetched(site *demosite.Site, mark logMark, changed map[*demosite.Host]map
 // TimeRatio is the first crawl's wall time over run's.
 func (r *RecrawlResult) TimeRatio(run RecrawlRun) float64 {
 	return r.First.Wall.Seconds() / run.Wall.Seconds()
+}
+
+// BytesRatio is the first crawl's body bytes over run's, +Inf when run
+// received none.
+func (r *RecrawlResult) BytesRatio(run RecrawlRun) float64 {
+	if run.BodyBytes == 0 {
+		return math.Inf(1)
+	}
+	return float64(r.First.BodyBytes) / float64(run.BodyBytes)
 }

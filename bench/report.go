@@ -46,7 +46,7 @@ func set(name string, value any) Setting {
 // each figure named after its section and held against its target.
 func (r *Report) Sections() []Section {
 	var out []Section
-	for _, build := range []func() *Section{r.ceilingSection, r.crawlSection, r.peersSection, r.recrawlSection, r.deadSection,
+	for _, build := range []func() *Section{r.ceilingSection, r.crawlSection, r.peersSection, r.recrawlSection, r.tailSection, r.deadSection,
 		r.frontierSection, r.memorySection, r.hostsSection, r.fleetSection, r.soakSection} {
 		s := build()
 		if s == nil {
@@ -113,6 +113,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if r.Baseline != nil {
+		writeBaseline(w, r.Baseline)
+	}
 	for _, s := range sections {
 		writeMethod(w, s)
 	}
@@ -148,8 +151,8 @@ func writeMethod(w io.Writer, s Section) {
 // value prints the figure's value in its unit: "1,899 pages/s",
 // ">= 20.0 s", "1195 / 1200", "19,998 pages/s (median of 3: 11,100-25,818)".
 func (f Figure) value() string {
-	if f.Unit == Text {
-		return f.Text
+	if f.Unit == Text || f.Value == 0 && (f.Text == "+Inf" || f.Text == "-Inf" || f.Text == "NaN") {
+		return f.Text // no number JSON can carry: Sections put it in Text
 	}
 	s := format(f.Unit, f.Value)
 	if f.Of != nil {

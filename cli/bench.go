@@ -34,6 +34,7 @@ type benchFlags struct {
 	soak       bool
 	store      string
 	passes     int
+	baseline   string
 	log        logFlags
 }
 
@@ -41,7 +42,7 @@ func (b *benchFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&b.quick, "quick", false, "small configuration for smoke tests (well under a minute)")
 	fs.StringVar(&b.only, "only", "", "comma-separated sections to run: "+strings.Join(bench.AllSections, ",")+" (default all but soak)")
 	fs.BoolVar(&b.soak, "soak", false, "also run the soak section, left out of the default run for its length (6-13 minutes on 2 cores, "+
-		"most of it the flaky host's last retries, which the retry budget lets through three a minute): "+
+		"most of it the crawl of the healthy hosts and the dead host's give-up): "+
 		"100,000 pages on 1,000 hosts plus a dead, a flaky, a throttling, a recovering and a refusing host, with --warc, "+
 		"in a child process; peak RSS along it, goroutines and descriptors left, the dead host's requests (--only soak runs it alone; "+
 		"--quick --soak a small one in under a minute)")
@@ -56,6 +57,8 @@ func (b *benchFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&b.hostsFull, "hosts-full", false, "run the hosts section at its full sizes (100,000 hosts with queued URLs, 50,000 failing hosts: several minutes)")
 	fs.StringVar(&b.heapDir, "child-heapprofiles", "", "directory where each memory or hosts child writes a heap profile taken near its peak (NAME.heap)")
 	fs.StringVar(&b.tmpDir, "tmpdir", "", "directory for the run's temporary databases (default: the system's)")
+	fs.StringVar(&b.baseline, "baseline", "", "compare every figure with this previous BENCHMARKS.md and name each one more than 10% worse "+
+		"(default BENCHMARKS.md when it is in the working directory and the run is not --quick; '' for none)")
 	fs.BoolVar(&b.asJSON, "json", false, "print the report as JSON instead of a table: the measurements and every section's figures")
 	b.log.addFlags(fs)
 	// The crawls' own logs would drown the table: warnings only, unless asked.
@@ -81,10 +84,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	baseline, rows, err := b.readBaseline(fs.Changed("baseline"))
+	if err != nil {
+		return err
+	}
 	report, err := bench.Run(ctx, cfg)
 	err = errors.Join(err, stopProfile())
 	if report != nil {
 		report.Quick = b.quick
+		if rows != nil {
+			report.Baseline = bench.Compare(baseline, report.Figures(), rows)
+		}
 		if b.asJSON {
 			err = errors.Join(err, report.WriteJSON(stdout))
 		} else {
@@ -164,4 +174,35 @@ func startCPUProfile(path string) (func() error, error) {
 // runBenchChild is the hidden entry point of the memory and soak sections' child.
 func runBenchChild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return bench.Child(ctx, args, stdout)
+}
+
+// defaultBaseline is the baseline a full run compares with when it is in
+// the working directory.
+const defaultBaseline = "BENCHMARKS.md"
+
+// readBaseline reads the file --baseline names, before the run so that a
+// bad file fails fast. Unset, it is defaultBaseline when present and the
+// run is not quick (a quick run's figures are a fraction of the full
+// run's); set to "", none.
+func (b *benchFlags) readBaseline(set bool) (string, []bench.BaselineRow, error) {
+	path := b.baseline
+	if !set {
+		if _, err := os.Stat(defaultBaseline); err != nil || b.quick {
+			return "", nil, nil
+		}
+		path = defaultBaseline
+	}
+	if path == "" {
+		return "", nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", nil, fmt.Errorf("--baseline: %w", err)
+	}
+	defer f.Close()
+	rows, err := bench.ParseBaseline(f)
+	if err != nil {
+		return "", nil, fmt.Errorf("--baseline %s: %w", path, err)
+	}
+	return path, rows, nil
 }

@@ -281,7 +281,7 @@ var flagTable = []Flag{
 		Help:  "longest retry backoff and longest Retry-After honoured",
 		field: func(v *FlagValues) any { return &v.Options.RetryMax }},
 	{Name: "retry-budget", Group: GroupBreakers, Stored: true,
-		Help:  "retries per host as a fraction of its first attempts over a minute (plus a few a minute)",
+		Help:  "retries per host as a fraction of its first attempts over a minute, plus a few a minute and those its healthy answers earn",
 		field: func(v *FlagValues) any { return &v.Options.RetryBudget }},
 
 	// Archive.

@@ -180,7 +180,8 @@ type Options struct {
 	RetryBase time.Duration
 	RetryMax  time.Duration
 	// RetryBudget is the retries one host may make as a fraction of its
-	// first attempts over a minute (plus a few a minute). Default 0.2.
+	// first attempts over a minute, on top of a few a minute and of those
+	// its healthy answers earn (see RetryBudget). Default 0.2.
 	RetryBudget float64
 
 	// Fetcher makes the requests; nil (the default) means a fetch.Fetcher

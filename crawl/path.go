@@ -193,7 +193,7 @@ func (e *Engine) takeToken(x *exchange) (disposition, bool) {
 		return parked(now.Add(wait)), true
 	}
 	if l.Item.Attempts > 0 {
-		if ok, at := e.budget.TryRetry(l.Item.Host, now); !ok {
+		if ok, at := e.budget.TryRetryPaced(l.Item.Host, hs.pace.Interval(), now); !ok {
 			hs.mu.Unlock()
 			return deferred(l.Item, at, deferBudget), true
 		}

@@ -387,6 +387,8 @@ func TestProcessDefersURL(t *testing.T) {
 			r.add(1, aRoot)
 			now := time.Now()
 			for ok := true; ok; ok, _ = r.e.budget.TryRetry("a.test", now) {
+				// Each retry failed: none is still to come, none earned more.
+				r.e.budget.RecordAnswer("a.test", false, now)
 			}
 			_, retryAt := r.e.budget.TryRetry("a.test", now)
 

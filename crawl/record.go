@@ -77,6 +77,7 @@ func (e *Engine) record(x *exchange, v Verdict) disposition {
 // reportOutcome feeds the breaker the class, never the raw status, and
 // raises a case when the host refused us by name.
 func (e *Engine) reportOutcome(t breaker.Ticket, url string, v Verdict, now time.Time) {
+	e.budget.RecordAnswer(t.Host, v.Class == breaker.OK || v.Class == breaker.Permanent, now)
 	if e.caps.SharedBreakers {
 		before, known := e.breakers.Get(t.Host)
 		e.breakers.Report(t, v.Class, v.Detail, now)
