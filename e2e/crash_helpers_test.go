@@ -238,9 +238,9 @@ func (b *bulkyHost) serve(w http.ResponseWriter, r *http.Request) {
 // quickly, and a short Retry-After cap for the throttling host. A failed
 // attempt is retried once, soon, with as many retries allowed as first
 // attempts: the retry budget lives in the process, so a run resumed with
-// only retries left on a host gets the budget's floor of three a minute,
-// and the last run of a test would wait up to a minute for more (hence
-// also a flaky host that fails only one request in ten).
+// only retries left on a host starts from the budget's floor and earns
+// more from the host's healthy answers (hence also a flaky host that
+// fails only one request in ten, which earns them quickly).
 func crashArgs(db string, site *crashSite, extra ...string) []string {
 	args := []string{"crawl", "--db", db, "--allow-private", "--workers", "8", "--delay", "10ms",
 		"--timeout", "1s", "--connect-timeout", "1s",
