@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,5 +98,44 @@ func TestFleetStartedTogetherMergesSeedsAndSettings(t *testing.T) {
 	}
 	if got := string(st.Settings["max-depth"]); got != "25" {
 		t.Errorf("stored max-depth %s, want the second process's 25", got)
+	}
+}
+
+// --delay holds across a hand-off: a process stopped with SIGTERM gives
+// its host back with the time of the next request it allows, and the
+// process that takes the host over waits for it.
+func TestFleetDelayHoldsAcrossAHandOff(t *testing.T) {
+	bin := buildBinary(t)
+	rs := redistest.Start(t)
+	const delay = time.Second
+	site := startScopeSite(t, 1, 6)
+	args := fleetArgs(rs.URL(), []string{"--delay", delay.String(), "--workers", "1", "--host-concurrency", "1"}, site.Roots()...)
+	a := &fleetProc{proc: startProc(t, bin, append([]string{"crawl", "--fleet-id", "p1"}, args[1:]...)...), id: "p1"}
+	host := site.Hosts()[0]
+	deadline := time.Now().Add(20 * time.Second)
+	for host.RequestCount() < 3 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	b := &fleetProc{proc: startProc(t, bin, append([]string{"crawl", "--fleet-id", "p2"}, args[1:]...)...), id: "p2"}
+	time.Sleep(100 * time.Millisecond)
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	outs := waitFleet(t, []*fleetProc{a, b}, 60*time.Second)
+	if outs["p2"].code != cli.ExitOK {
+		t.Errorf("p2: %+v\n%s", outs["p2"], b.output())
+	}
+	reqs := host.Requests()
+	pages := map[string]bool{}
+	for i, r := range reqs {
+		pages[r.Path] = true
+		if i > 0 {
+			if gap := r.Time.Sub(reqs[i-1].Time); gap < delay-20*time.Millisecond {
+				t.Errorf("requests %d and %d (%s, %s) %s apart, want at least %s", i-1, i, reqs[i-1].Path, r.Path, gap, delay)
+			}
+		}
+	}
+	if !pages["/p/5"] || !pages["/"] {
+		t.Errorf("the crawl did not end: requests %v", reqs)
 	}
 }

@@ -57,17 +57,19 @@ func TestLeaseScriptSteps(t *testing.T) {
 		args []any
 		want string
 	}{
-		{[]any{"acquire", "p1", 10000, t0}, "[1 10000]"},
+		{[]any{"acquire", "p1", 10000, t0}, "[1 10000 0]"},
 		{[]any{"acquire", "p2", 10000, t1}, "[0 6000 p1]"}, // p1's until 11000
 		{[]any{"renew", "p2", "1", 10000, t1}, "[0 0 p1]"}, // not p2's
 		{[]any{"acquire", "p2", 10000, t2}, "[0 1 p1]"},
-		{[]any{"acquire", "p2", 10000, t3}, "[2 10000]"},   // expired: p2's, token 2
+		{[]any{"acquire", "p2", 10000, t3}, "[2 10000 0]"}, // expired: p2's, token 2
 		{[]any{"renew", "p1", "1", 10000, t3}, "[0 0 p2]"}, // p1 lost it
 		{[]any{"renew", "p2", "1", 10000, t3}, "[0 0 p2]"}, // an old token renews nothing
 		{[]any{"renew", "p2", "2", 10000, t3}, "[1 10000]"},
-		{[]any{"release", "p1", "2"}, "0"},
-		{[]any{"release", "p2", "2"}, "1"},
-		{[]any{"acquire", "p1", 10000, t4}, "[3 10000]"}, // the token keeps growing
+		{[]any{"release", "p1", "2", 0, t3}, "0"},
+		{[]any{"release", "p2", "2", 3000, t3}, "1"},               // its next request 3 s on, at 14000
+		{[]any{"acquire", "p1", 10000, "12000"}, "[3 10000 2000]"}, // the next holder waits the rest
+		{[]any{"release", "p1", "3", 0, "12000"}, "1"},
+		{[]any{"acquire", "p2", 10000, t4}, "[4 10000 0]"}, // the token keeps growing
 	}
 	for i, st := range steps {
 		var got string

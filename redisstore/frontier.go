@@ -708,13 +708,14 @@ func (f *Frontier) releaseAll() {
 	leases := f.s.rdb.Pipeline()
 	pipe := f.s.rdb.Pipeline()
 	for name, h := range f.hosts {
-		var delay any = int64(0)
+		wait := politeWait(h, f.o.Now())
+		var delay any = wait
 		if h.held {
 			delay = "held"
 		} else if !h.hasWork() && h.nextDue >= 0 {
-			delay = max(0, h.nextDue-now)
+			delay = max(wait, h.nextDue-now)
 		}
-		f.leaseCall(ctx, leases, name, "release", f.o.ID, h.token)
+		f.leaseCall(ctx, leases, name, "release", f.o.ID, h.token, wait, "")
 		f.shardCall(ctx, pipe, shardOf(name), "release", f.o.ID, name, "", delay)
 	}
 	f.s.endBeat(ctx, pipe, f.o.ID, f.o.Instance)

@@ -5,12 +5,17 @@
 -- ARGV[1] is the operation:
 --   acquire me lease now    take the host unless another process holds an
 --                           unexpired lease: the token goes up by one.
---                           Returns {token, lease ms left}, or {0, ms left,
---                           holder} when another holds it
+--                           Returns {token, lease ms left, ms until the
+--                           host's next request is allowed}, or {0, ms
+--                           left, holder} when another holds it
 --   renew me token lease now
 --                           extend my lease if token is still the host's:
 --                           returns {1, lease}, or {0, 0, holder}
---   release me token        end my lease (the token stays, for the fence)
+--   release me token next now
+--                           end my lease (the token stays, for the fence);
+--                           the host's next request is allowed no sooner
+--                           than next ms from now (politeness carried to
+--                           the next holder)
 -- The token only grows: a write fenced with an older token is a write of a
 -- process that lost the host, however late it arrives.
 local k, op = KEYS[1], ARGV[1]
@@ -28,7 +33,8 @@ if op == 'acquire' then
   end
   local token = redis.call('HINCRBY', k, 'token', 1)
   redis.call('HSET', k, 'owner', me, 'until', now + lease)
-  return {token, lease}
+  local nextAt = tonumber(redis.call('HGET', k, 'next') or '0')
+  return {token, lease, math.max(0, nextAt - now)}
 elseif op == 'renew' then
   local me, token, lease, now = ARGV[2], ARGV[3], tonumber(ARGV[4]), clock(ARGV[5])
   local holder = redis.call('HGET', k, 'owner') or ''
@@ -42,6 +48,12 @@ elseif op == 'release' then
     return 0
   end
   redis.call('HDEL', k, 'owner', 'until')
+  local wait = tonumber(ARGV[4] or '0') or 0
+  if wait > 0 then
+    redis.call('HSET', k, 'next', clock(ARGV[5] or '') + wait)
+  else
+    redis.call('HDEL', k, 'next')
+  end
   return 1
 end
 return redis.error_reply('lease.lua: unknown operation ' .. tostring(op))

@@ -374,6 +374,7 @@ func (f *Frontier) take(ctx context.Context, claimed []string) error {
 	var got []string
 	tokens := map[string]int64{}
 	ends := map[string]time.Time{}
+	nexts := map[string]time.Time{} // the previous holder's politeness
 	restore := f.s.rdb.Pipeline()
 	for i, host := range claimed {
 		vals, err := cmds[i].Slice()
@@ -393,6 +394,11 @@ func (f *Frontier) take(ctx context.Context, claimed []string) error {
 		got = append(got, host)
 		tokens[host] = token
 		ends[host] = sent.Add(time.Duration(left) * time.Millisecond)
+		if len(vals) > 2 {
+			if wait, _ := vals[2].(int64); wait > 0 {
+				nexts[host] = sent.Add(time.Duration(wait) * time.Millisecond)
+			}
+		}
 	}
 	if restore.Len() > 0 {
 		if _, err := restore.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -416,6 +422,9 @@ func (f *Frontier) take(ctx context.Context, claimed []string) error {
 			f.hosts[host] = h
 		}
 		h.token, h.leaseEnd = tokens[host], ends[host]
+		if next := nexts[host]; next.After(h.readyAt) {
+			h.readyAt = next
+		}
 	}
 	f.mu.Unlock()
 	for i, host := range got {
@@ -449,6 +458,13 @@ func (s *Store) peek(ctx context.Context) (due []int, active int, err error) {
 		}
 	}
 	return due, active, nil
+}
+
+// politeWait is how long, in ms from now, the host's next request must
+// wait: what its pace (--delay, Crawl-delay, Retry-After, the adaptive
+// pace) allows, carried with its lease to whoever holds it next.
+func politeWait(h *ownedHost, now time.Time) int64 {
+	return max(0, h.readyAt.Sub(now).Milliseconds())
 }
 
 // giveBack returns to the fleet the hosts with nothing in flight that
@@ -513,9 +529,13 @@ func (f *Frontier) giveBack(ctx context.Context) error {
 	// still named this process could not be taken by another.
 	pipe = f.s.rdb.Pipeline()
 	f.mu.Lock()
-	for _, b := range backs {
+	for i, b := range backs {
 		if h := f.hosts[b.name]; h != nil {
-			f.leaseCall(ctx, pipe, b.name, "release", f.o.ID, h.token)
+			wait := politeWait(h, now)
+			f.leaseCall(ctx, pipe, b.name, "release", f.o.ID, h.token, wait, "")
+			if b.at >= 0 && b.at != heldScore {
+				backs[i].at = max(b.at, now.UnixMilli()+wait)
+			}
 		}
 	}
 	f.mu.Unlock()
