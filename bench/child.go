@@ -43,6 +43,8 @@ type ChildReport struct {
 	HeldWork int    `json:"held_work,omitempty"` // hosts held by a case or a pause, with URLs left
 	// Leaks is the goroutine and descriptor check (--settle only).
 	Leaks *LeakCheck `json:"leaks,omitempty"`
+	// Heap is what held the heap at its peak (--heapparts only).
+	Heap *HeapParts `json:"heap,omitempty"`
 }
 
 // Child is the entry point of the memory section's child process: a crawl
@@ -64,6 +66,7 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.DurationVar(&o.Delay, "delay", 0, "politeness gap per host")
 	fs.StringVar(&o.Proxy, "proxy", "", "send requests through this proxy (the many-hosts site's SOCKS5 front)")
 	heapProfile := fs.String("heapprofile", "", "write a heap profile here each time the heap in use reaches a new high")
+	heapParts := fs.Bool("heapparts", false, "report what held the heap at its peak, by part (ChildReport.Heap)")
 	// The soak's settings; their defaults are the crawl's.
 	fs.StringVar(&o.WARC.Dir, "warc", "", "write WARC files into this directory")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "request timeout (the connect timeout is at most this)")
@@ -81,9 +84,13 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("bench child: %w", err)
 	}
 	o.AllowPrivate, o.Logger = true, slog.New(slog.DiscardHandler)
-	if *heapProfile != "" {
+	takeParts := func() *HeapParts { return nil }
+	if *heapProfile != "" || *heapParts {
 		stop := profileHeapPeaks(*heapProfile)
 		defer stop()
+		if *heapParts {
+			takeParts = stop
+		}
 	}
 	if *logPath != "" {
 		f, err := os.Create(*logPath)
@@ -150,6 +157,7 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 		rep.Leaks.NoFile = noFileLimit
 	}
 	rep.Exhausted, rep.Why, rep.HeldWork = sum.Exhausted, sum.Why, sum.HeldWork
+	rep.Heap = takeParts()
 	return rep.finish(stdout, start, sum.Counts)
 }
 

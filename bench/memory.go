@@ -30,7 +30,10 @@ type MemoryRun struct {
 	PeakKB int64 `json:"peak_kb"`
 	// PeakAnonKB is the largest anonymous RSS sampled: the part of the peak
 	// that is the process's own memory rather than mapped file pages.
-	PeakAnonKB int64       `json:"peak_anon_kb"`
+	PeakAnonKB int64 `json:"peak_anon_kb"`
+	// PeakFileKB is the largest RssFile sampled: file pages mapped in,
+	// mostly the bbolt file's, which the kernel may drop under pressure.
+	PeakFileKB int64       `json:"peak_file_kb"`
 	Samples    []RSSSample `json:"samples,omitempty"`
 
 	last  RSSSample // the latest sample, standing in for 100% if the child exits between samples
@@ -287,6 +290,7 @@ func watch(pid int, stop <-chan struct{}, sample sampler, run *MemoryRun) {
 		}
 		run.PeakKB = max(run.PeakKB, st.hwmKB)
 		run.PeakAnonKB = max(run.PeakAnonKB, st.anonKB)
+		run.PeakFileKB = max(run.PeakFileKB, st.fileKB)
 		if sample != nil {
 			sample(st, run)
 		}
