@@ -21,7 +21,7 @@ func (e *Engine) onTransition(t breaker.Transition) {
 		e.circuitOpened(t.Host, t.At)
 	}
 	if t.To == breaker.Open {
-		if hs := e.hosts.lookup(t.Host); hs != nil {
+		if hs := e.hosts.lookup(t.Host, t.At); hs != nil {
 			hs.abort()
 		}
 		// Its connections, idle or serving the requests just cut short,

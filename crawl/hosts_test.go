@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"breakwater/breaker"
 	"breakwater/robots"
 )
 
@@ -18,7 +19,7 @@ func TestHostTableRequests(t *testing.T) {
 	ctx, done := hs.beginRequest(context.Background())
 
 	table.prune(t0.Add(time.Hour), time.Minute)
-	if table.lookup("a.test") == nil {
+	if table.lookup("a.test", t0.Add(time.Hour)) == nil {
 		t.Fatal("a host with a request in flight was forgotten")
 	}
 	if ctx.Err() != nil {
@@ -37,7 +38,7 @@ func TestHostTableRequests(t *testing.T) {
 	done2()
 
 	table.prune(t0.Add(2*time.Hour), time.Minute)
-	if table.lookup("a.test") != nil {
+	if table.lookup("a.test", t0.Add(2*time.Hour)) != nil {
 		t.Fatal("an idle host with nothing in flight was kept")
 	}
 	if next.Err() == nil {
@@ -90,7 +91,49 @@ func TestIdleHostDropsItsRules(t *testing.T) {
 	if h.rules != nil || h.robotsChecked {
 		t.Fatal("idle host kept its rules")
 	}
-	if table.lookup("a.test") != h {
+	if len(table.signals()) != 1 {
 		t.Fatal("host forgotten before the table's idle time")
+	}
+}
+
+// A host idle for fadeIdle with nothing but the guard's reading to keep
+// fades: the guard and the display read it as before, asking for it again
+// brings its reading back, and it is forgotten at the table's idle time.
+// A host with more to remember does not fade.
+func TestIdleHostFades(t *testing.T) {
+	start := time.Unix(100, 0)
+	table := newHostTable(2 * time.Second)
+	h := table.get("a.test", start)
+	h.signal.observe(Verdict{Class: breaker.OK, Status: 200}, "http://a.test/", start)
+	throttled := table.get("b.test", start)
+	throttled.throttles = 1
+	failedRobots := table.get("c.test", start)
+	failedRobots.robotsFailed = true
+
+	table.prune(start.Add(fadeIdle+time.Second), time.Minute)
+	if len(table.m) != 2 || table.m["a.test"] != nil || len(table.faded) != 1 {
+		t.Fatalf("after fadeIdle: %d whole, %d faded; want b.test and c.test whole, a.test faded", len(table.m), len(table.faded))
+	}
+	readings := table.signals()
+	if len(readings) != 3 {
+		t.Fatalf("guard reads %d hosts, want 3", len(readings))
+	}
+	for _, r := range readings {
+		if r.host == "a.test" && (r.answeredURL != "http://a.test/" || !r.answeredAt.Equal(start)) {
+			t.Errorf("faded reading %+v lost its answer", r)
+		}
+	}
+	if p := table.snapshot(start.Add(fadeIdle + time.Second))["a.test"]; p.Interval != 2*time.Second || p.Throttles != 0 {
+		t.Errorf("faded host shows %+v, want its 2s floor", p)
+	}
+
+	back := table.lookup("a.test", start.Add(fadeIdle+2*time.Second))
+	if back == nil || back.signal != h.signal || !back.lastUsed.Equal(start) || len(table.faded) != 0 {
+		t.Fatalf("lookup of a faded host: %+v, want its reading and last use back", back)
+	}
+	table.prune(start.Add(2*fadeIdle+3*time.Second), time.Minute)
+	table.prune(start.Add(time.Minute+time.Second), time.Minute)
+	if _, ok := table.faded["a.test"]; ok || table.m["a.test"] != nil {
+		t.Fatal("faded host kept past the table's idle time")
 	}
 }

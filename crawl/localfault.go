@@ -116,8 +116,11 @@ func (s *hostSignal) opened(now time.Time) bool {
 // circuitOpened tells the guard that host's circuit opened from closed.
 func (e *Engine) circuitOpened(host string, now time.Time) {
 	g := e.guard
-	hs := e.hosts.lookup(host)
-	if g == nil || hs == nil {
+	if g == nil {
+		return
+	}
+	hs := e.hosts.lookup(host, now)
+	if hs == nil {
 		return
 	}
 	hs.mu.Lock()
