@@ -309,7 +309,27 @@ func (r *Registry) GiveUp(host string, after time.Duration, now time.Time) bool 
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := r.hosts[host]
+	return r.hosts[host].dueToGiveUp(after, now)
+}
+
+// DueToGiveUp returns the hosts GiveUp reports true for, in no order. It
+// copies nothing else: a crawl of many failing hosts asks it often.
+func (r *Registry) DueToGiveUp(after time.Duration, now time.Time) []string {
+	if r.cfg.Disabled {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var due []string
+	for host, e := range r.hosts {
+		if e.dueToGiveUp(after, now) {
+			due = append(due, host)
+		}
+	}
+	return due
+}
+
+func (e *entry) dueToGiveUp(after time.Duration, now time.Time) bool {
 	if e == nil || e.b.State == Closed || e.b.Hold != NoHold || e.b.DownSince.IsZero() {
 		return false
 	}

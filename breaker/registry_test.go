@@ -1014,3 +1014,32 @@ func TestRegistryReprieve(t *testing.T) {
 		t.Error("closed.example keeps its failure: the incident's failures were ours")
 	}
 }
+
+// DueToGiveUp lists exactly the hosts GiveUp says yes to.
+func TestRegistryDueToGiveUpAgreesWithGiveUp(t *testing.T) {
+	r, _ := newReg(t, Config{Threshold: 2, Rest: time.Minute, Probes: 1})
+	outcome(t, r, "long.test", Transient, t0)
+	outcome(t, r, "long.test", Transient, t0) // open since t0
+	outcome(t, r, "recent.test", Transient, at(50*time.Minute))
+	outcome(t, r, "recent.test", Transient, at(50*time.Minute)) // open since 50m
+	outcome(t, r, "paused.test", Transient, t0)
+	outcome(t, r, "paused.test", Transient, t0)
+	r.Pause("paused.test", "ops", at(time.Minute))
+	outcome(t, r, "failing.test", Transient, t0) // closed, one failure counted
+	for _, now := range []time.Time{t0, at(59 * time.Minute), at(time.Hour), at(2 * time.Hour)} {
+		due := r.DueToGiveUp(time.Hour, now)
+		slices.Sort(due)
+		var want []string
+		for _, h := range []string{"failing.test", "long.test", "paused.test", "recent.test"} {
+			if r.GiveUp(h, time.Hour, now) {
+				want = append(want, h)
+			}
+		}
+		if !slices.Equal(due, want) {
+			t.Errorf("at %s: DueToGiveUp = %q, GiveUp says %q", now.Sub(t0), due, want)
+		}
+	}
+	if due := r.DueToGiveUp(time.Hour, at(2*time.Hour)); len(due) != 2 {
+		t.Errorf("at 2h: %q due, want long.test and recent.test", due)
+	}
+}

@@ -141,10 +141,7 @@ func (e *Engine) giveUpHosts(now time.Time) {
 	if e.guard.active() {
 		return // the hosts are not down: we are (localfault.go)
 	}
-	for host := range e.breakers.Snapshot() {
-		if !e.breakers.GiveUp(host, e.opts.GiveUpAfter, now) {
-			continue
-		}
+	for _, host := range e.breakers.DueToGiveUp(e.opts.GiveUpAfter, now) {
 		if last, again := e.givenUp.Load(host); again && now.Sub(last.(time.Time)) < 10*time.Second {
 			continue
 		}
