@@ -336,3 +336,18 @@ func TestScaledLiveBytesUndoesSampling(t *testing.T) {
 		t.Errorf("freed = %d, want 0", got)
 	}
 }
+
+// The child finds the database file's mapping in its own smaps.
+func TestReadMappingFindsAMappedFile(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := readMapping("self", exe) // the test binary is mapped, read-only
+	if m == nil || m.RSSKB <= 0 || m.SizeKB < m.RSSKB || m.FileKB <= 0 || m.DirtyKB > m.RSSKB {
+		t.Fatalf("mapping of %s: %+v; want resident pages within the mapping's size", exe, m)
+	}
+	if readMapping("self", exe+".absent") != nil {
+		t.Error("a file not mapped has a mapping")
+	}
+}

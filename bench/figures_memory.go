@@ -154,6 +154,13 @@ func hostsPeakFigures(g string, run *MemoryRun, hosts int) []Figure {
 		num(g+"peak file-backed RSS", Bytes, kib(run.PeakFileKB), "the largest RssFile sampled: the bbolt file's "+
 			"pages mapped in (and the binary's), clean pages the kernel drops under memory pressure").lower(run.Capped),
 	}
+	if m := run.Child.DB; m != nil {
+		figs = append(figs,
+			num(g+"database file at the end", Bytes, kib(m.FileKB), fmt.Sprintf("mapped %.1f MB: bbolt maps ahead of the file", float64(kib(m.SizeKB))/1e6)),
+			num(g+"database pages resident at the end", Bytes, kib(m.RSSKB), "the file's mapping as the crawl ends (smaps)"),
+			num(g+"of them dirty", Bytes, kib(m.DirtyKB), "bbolt writes with pwrite and maps read-only: every resident page is clean, "+
+				"dropped by the kernel under pressure and read back from the page cache or the disk"))
+	}
 	hp := run.Child.Heap
 	if hp == nil || hosts <= 0 {
 		return figs
