@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -53,13 +54,42 @@ type hostTable struct {
 }
 
 // fadedHost is an idle host's state reduced to what a fresh hostState
-// lacks: the guard's reading of it (hostSignal, about 100 bytes, where
-// the whole state with its pace takes about 500), its politeness floor for
-// display, and when it was last used.
+// lacks: the guard's reading of it, its politeness floor for display, and
+// when it was last used. Its times are Unix nanoseconds (0 for none), so
+// that it fits in the map's slot, some 80 bytes where the whole state with
+// its pace takes about 500.
 type fadedHost struct {
-	lastUsed time.Time
-	floor    time.Duration
-	signal   hostSignal
+	lastUsed, answeredAt, failingSince, failedAt int64
+	floor                                        time.Duration
+	failures                                     int32
+	answeredURL, failKind                        string
+}
+
+func fade(h *hostState) fadedHost {
+	s := h.signal
+	return fadedHost{lastUsed: unixNanos(h.lastUsed), answeredAt: unixNanos(s.answeredAt),
+		failingSince: unixNanos(s.failingSince), failedAt: unixNanos(s.failedAt), floor: h.floor,
+		failures: int32(min(s.failures, math.MaxInt32)), answeredURL: s.answeredURL, failKind: s.failKind}
+}
+
+func (f fadedHost) signal() hostSignal {
+	return hostSignal{answeredAt: fromUnixNanos(f.answeredAt), answeredURL: f.answeredURL,
+		failingSince: fromUnixNanos(f.failingSince), failures: int(f.failures),
+		failedAt: fromUnixNanos(f.failedAt), failKind: f.failKind}
+}
+
+func unixNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromUnixNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
 }
 
 // fadeIdle is how long an idle host keeps its whole state. Its waits are
@@ -88,7 +118,7 @@ func (t *hostTable) stateLocked(host string, now time.Time) *hostState {
 	h := &hostState{pace: NewPace(t.delay, now), floor: t.delay}
 	if f, ok := t.faded[host]; ok {
 		delete(t.faded, host)
-		h.lastUsed, h.signal = f.lastUsed, f.signal
+		h.lastUsed, h.signal = fromUnixNanos(f.lastUsed), f.signal()
 	}
 	t.m[host] = h
 	return h
@@ -164,21 +194,21 @@ func (t *hostTable) prune(now time.Time, idle time.Duration) {
 		forget := settled && now.Sub(h.lastUsed) > idle
 		// A fresh state would differ from this one only in the guard's
 		// reading: no rules, no throttles counted, no failed robots.txt.
-		fade := settled && !forget && now.Sub(h.lastUsed) > fadeIdle && h.rules == nil && !h.robotsChecked &&
+		fades := settled && !forget && now.Sub(h.lastUsed) > fadeIdle && h.rules == nil && !h.robotsChecked &&
 			h.throttles == 0 && !h.robotsFailed
-		if (forget || fade) && h.abortRequests != nil {
+		if (forget || fades) && h.abortRequests != nil {
 			h.abortRequests() // nothing is in flight: this only releases the context
 		}
-		if fade {
-			t.faded[name] = fadedHost{lastUsed: h.lastUsed, floor: h.floor, signal: h.signal}
+		if fades {
+			t.faded[name] = fade(h)
 		}
 		h.mu.Unlock()
-		if forget || fade {
+		if forget || fades {
 			delete(t.m, name)
 		}
 	}
 	for name, f := range t.faded {
-		if now.Sub(f.lastUsed) > idle {
+		if now.Sub(fromUnixNanos(f.lastUsed)) > idle {
 			delete(t.faded, name)
 		}
 	}
@@ -218,7 +248,7 @@ func (t *hostTable) signals() []hostReading {
 		h.mu.Unlock()
 	}
 	for name, f := range t.faded {
-		out = append(out, hostReading{host: name, hostSignal: f.signal})
+		out = append(out, hostReading{host: name, hostSignal: f.signal()})
 	}
 	return out
 }

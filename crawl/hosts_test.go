@@ -128,12 +128,35 @@ func TestIdleHostFades(t *testing.T) {
 	}
 
 	back := table.lookup("a.test", start.Add(fadeIdle+2*time.Second))
-	if back == nil || back.signal != h.signal || !back.lastUsed.Equal(start) || len(table.faded) != 0 {
+	if back == nil || !sameSignal(back.signal, h.signal) || !back.lastUsed.Equal(start) || len(table.faded) != 0 {
 		t.Fatalf("lookup of a faded host: %+v, want its reading and last use back", back)
 	}
 	table.prune(start.Add(2*fadeIdle+3*time.Second), time.Minute)
 	table.prune(start.Add(time.Minute+time.Second), time.Minute)
 	if _, ok := table.faded["a.test"]; ok || table.m["a.test"] != nil {
 		t.Fatal("faded host kept past the table's idle time")
+	}
+}
+
+func sameSignal(a, b hostSignal) bool {
+	return a.answeredAt.Equal(b.answeredAt) && a.answeredURL == b.answeredURL && a.failingSince.Equal(b.failingSince) &&
+		a.failures == b.failures && a.failedAt.Equal(b.failedAt) && a.failKind == b.failKind
+}
+
+// A faded host's reading comes back as it was, zero times included.
+func TestFadedSignalRoundTrips(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 123)
+	for _, s := range []hostSignal{
+		{},
+		{answeredAt: t0, answeredURL: "http://a.test/x"},
+		{answeredAt: t0, answeredURL: "http://a.test/x", failingSince: t0.Add(time.Second), failures: 3,
+			failedAt: t0.Add(2 * time.Second), failKind: "dial"},
+		{failingSince: t0, failures: 2, failedAt: t0, failKind: "circuit opened"},
+	} {
+		h := &hostState{signal: s, lastUsed: t0, floor: time.Second}
+		f := fade(h)
+		if got := f.signal(); !sameSignal(got, s) || !fromUnixNanos(f.lastUsed).Equal(t0) {
+			t.Errorf("faded %+v came back as %+v", s, got)
+		}
 	}
 }
