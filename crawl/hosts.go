@@ -43,9 +43,9 @@ func (h *hostState) wait(now time.Time) time.Duration {
 
 // hostTable holds hostStates for hosts in use; idle ones are pruned so
 // memory follows the hosts being crawled now, not every host ever seen.
-// A host idle for fadeIdle with nothing to remember but what the
-// local-fault guard reads is kept as a fadedHost until the table's idle
-// time, and comes back whole when it is asked for.
+// A host idle for fadeIdle, its waits over and its pace at its floor, is
+// kept as a fadedHost until the table's idle time, and comes back whole
+// when it is asked for.
 type hostTable struct {
 	mu    sync.Mutex
 	m     map[string]*hostState
@@ -54,14 +54,16 @@ type hostTable struct {
 }
 
 // fadedHost is an idle host's state reduced to what a fresh hostState
-// lacks: the guard's reading of it, its politeness floor for display, and
-// when it was last used. Its times are Unix nanoseconds (0 for none), so
-// that it fits in the map's slot, some 80 bytes where the whole state with
-// its pace takes about 500.
+// lacks: the guard's reading of it, its count of 429s, whether its last
+// robots.txt attempt failed, its politeness floor for display, and when it
+// was last used. Its times are Unix nanoseconds (0 for none), so that it
+// fits in the map's slot: under 100 bytes, where the whole state with its
+// pace takes about 500.
 type fadedHost struct {
 	lastUsed, answeredAt, failingSince, failedAt int64
 	floor                                        time.Duration
-	failures                                     int32
+	failures, throttles                          int32
+	robotsFailed                                 bool
 	answeredURL, failKind                        string
 }
 
@@ -69,7 +71,8 @@ func fade(h *hostState) fadedHost {
 	s := h.signal
 	return fadedHost{lastUsed: unixNanos(h.lastUsed), answeredAt: unixNanos(s.answeredAt),
 		failingSince: unixNanos(s.failingSince), failedAt: unixNanos(s.failedAt), floor: h.floor,
-		failures: int32(min(s.failures, math.MaxInt32)), answeredURL: s.answeredURL, failKind: s.failKind}
+		failures: clamp32(s.failures), throttles: clamp32(h.throttles), robotsFailed: h.robotsFailed,
+		answeredURL: s.answeredURL, failKind: s.failKind}
 }
 
 func (f fadedHost) signal() hostSignal {
@@ -77,6 +80,8 @@ func (f fadedHost) signal() hostSignal {
 		failingSince: fromUnixNanos(f.failingSince), failures: int(f.failures),
 		failedAt: fromUnixNanos(f.failedAt), failKind: f.failKind}
 }
+
+func clamp32(n int) int32 { return int32(min(n, math.MaxInt32)) }
 
 func unixNanos(t time.Time) int64 {
 	if t.IsZero() {
@@ -119,6 +124,7 @@ func (t *hostTable) stateLocked(host string, now time.Time) *hostState {
 	if f, ok := t.faded[host]; ok {
 		delete(t.faded, host)
 		h.lastUsed, h.signal = fromUnixNanos(f.lastUsed), f.signal()
+		h.throttles, h.robotsFailed = int(f.throttles), f.robotsFailed
 	}
 	t.m[host] = h
 	return h
@@ -192,10 +198,10 @@ func (t *hostTable) prune(now time.Time, idle time.Duration) {
 		settled := !h.notBefore.After(now) && h.robotsFetching == 0 && h.inFlight == 0 &&
 			h.pace.Wait(now) == 0 && h.pace.Interval() <= h.floor
 		forget := settled && now.Sub(h.lastUsed) > idle
-		// A fresh state would differ from this one only in the guard's
-		// reading: no rules, no throttles counted, no failed robots.txt.
-		fades := settled && !forget && now.Sub(h.lastUsed) > fadeIdle && h.rules == nil && !h.robotsChecked &&
-			h.throttles == 0 && !h.robotsFailed
+		// With its rules dropped, a fresh state would differ from this one
+		// only in what fadedHost keeps, and in reading its rules from the
+		// file again, as a host whose rules were dropped does.
+		fades := settled && !forget && now.Sub(h.lastUsed) > fadeIdle && h.rules == nil
 		if (forget || fades) && h.abortRequests != nil {
 			h.abortRequests() // nothing is in flight: this only releases the context
 		}
@@ -225,7 +231,7 @@ func (t *hostTable) snapshot(now time.Time) map[string]HostPace {
 		h.mu.Unlock()
 	}
 	for name, f := range t.faded {
-		out[name] = HostPace{Interval: f.floor} // at its floor, no wait, no throttle: or it would not fade
+		out[name] = HostPace{Interval: f.floor, Throttles: int(f.throttles)} // at its floor, no wait: or it would not fade
 	}
 	return out
 }

@@ -96,40 +96,40 @@ func TestIdleHostDropsItsRules(t *testing.T) {
 	}
 }
 
-// A host idle for fadeIdle with nothing but the guard's reading to keep
-// fades: the guard and the display read it as before, asking for it again
-// brings its reading back, and it is forgotten at the table's idle time.
-// A host with more to remember does not fade.
+// A host idle for fadeIdle fades: the guard and the display read it as
+// before, asking for it again brings back all a fresh state would lack,
+// and it is forgotten at the table's idle time. A host still waiting does
+// not fade.
 func TestIdleHostFades(t *testing.T) {
 	start := time.Unix(100, 0)
 	table := newHostTable(2 * time.Second)
 	h := table.get("a.test", start)
 	h.signal.observe(Verdict{Class: breaker.OK, Status: 200}, "http://a.test/", start)
-	throttled := table.get("b.test", start)
-	throttled.throttles = 1
-	failedRobots := table.get("c.test", start)
-	failedRobots.robotsFailed = true
+	h.throttles, h.robotsFailed = 2, true
+	waiting := table.get("b.test", start)
+	waiting.notBefore = start.Add(time.Hour)
 
 	table.prune(start.Add(fadeIdle+time.Second), time.Minute)
-	if len(table.m) != 2 || table.m["a.test"] != nil || len(table.faded) != 1 {
-		t.Fatalf("after fadeIdle: %d whole, %d faded; want b.test and c.test whole, a.test faded", len(table.m), len(table.faded))
+	if len(table.m) != 1 || table.m["b.test"] == nil || len(table.faded) != 1 {
+		t.Fatalf("after fadeIdle: %d whole, %d faded; want b.test whole, a.test faded", len(table.m), len(table.faded))
 	}
 	readings := table.signals()
-	if len(readings) != 3 {
-		t.Fatalf("guard reads %d hosts, want 3", len(readings))
+	if len(readings) != 2 {
+		t.Fatalf("guard reads %d hosts, want 2", len(readings))
 	}
 	for _, r := range readings {
 		if r.host == "a.test" && (r.answeredURL != "http://a.test/" || !r.answeredAt.Equal(start)) {
 			t.Errorf("faded reading %+v lost its answer", r)
 		}
 	}
-	if p := table.snapshot(start.Add(fadeIdle + time.Second))["a.test"]; p.Interval != 2*time.Second || p.Throttles != 0 {
-		t.Errorf("faded host shows %+v, want its 2s floor", p)
+	if p := table.snapshot(start.Add(fadeIdle + time.Second))["a.test"]; p.Interval != 2*time.Second || p.Throttles != 2 {
+		t.Errorf("faded host shows %+v, want its 2s floor and 2 throttles", p)
 	}
 
 	back := table.lookup("a.test", start.Add(fadeIdle+2*time.Second))
-	if back == nil || !sameSignal(back.signal, h.signal) || !back.lastUsed.Equal(start) || len(table.faded) != 0 {
-		t.Fatalf("lookup of a faded host: %+v, want its reading and last use back", back)
+	if back == nil || !sameSignal(back.signal, h.signal) || !back.lastUsed.Equal(start) || len(table.faded) != 0 ||
+		back.throttles != 2 || !back.robotsFailed || back.floor != 2*time.Second {
+		t.Fatalf("lookup of a faded host: %+v, want its reading, throttles, robots failure and last use back", back)
 	}
 	table.prune(start.Add(2*fadeIdle+3*time.Second), time.Minute)
 	table.prune(start.Add(time.Minute+time.Second), time.Minute)
