@@ -225,6 +225,7 @@ func (e *Engine) circuitOpen(host string) bool {
 // Run crawls until the frontier is exhausted, ctx is cancelled, or
 // MaxDuration or MaxPages is reached.
 func (e *Engine) Run(ctx context.Context) (Summary, error) {
+	defer applyMemoryLimit(e.opts.MemoryLimit)()
 	start := e.opts.Now()
 	before, err := e.db.Counts()
 	if err != nil {
