@@ -14,18 +14,20 @@ import (
 type scope struct {
 	mode     string
 	hosts    map[string]bool // host keys of the seeds
-	domains  map[string]bool // registrable domains of the seeds
+	domains  map[string]bool // registrable domains of the seeds, with ScopeDomain
 	include  []*regexp.Regexp
 	exclude  []*regexp.Regexp
 	maxDepth int
 }
 
 func newScope(o *Options, seedHosts []string) *scope {
-	s := &scope{mode: o.Scope, hosts: map[string]bool{}, domains: map[string]bool{},
+	s := &scope{mode: o.Scope, hosts: make(map[string]bool, len(seedHosts)), domains: map[string]bool{},
 		include: o.Include, exclude: o.Exclude, maxDepth: o.MaxDepth}
 	for _, h := range seedHosts {
 		s.hosts[h] = true
-		s.domains[registrableDomain(h)] = true
+		if s.mode == ScopeDomain { // only that scope reads them: a crawl of 100,000 seed hosts saves a map as big
+			s.domains[registrableDomain(h)] = true
+		}
 	}
 	return s
 }
