@@ -457,6 +457,43 @@ func (r *Registry) TakeDirty() (changed map[string]Breaker, removed []string) {
 		}
 		clear(r.dirty)
 	}
+	return changed, r.takeRemovedLocked()
+}
+
+// TakeDirtyHosts is TakeDirty with the changed hosts' names alone, sorted:
+// a caller that writes them later reads their state then (Visit), which
+// is at least as new, instead of holding a copy of every changed breaker
+// meanwhile.
+func (r *Registry) TakeDirtyHosts() (changed, removed []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.dirty) > 0 {
+		changed = make([]string, 0, len(r.dirty))
+		for h := range r.dirty {
+			changed = append(changed, h)
+		}
+		slices.Sort(changed)
+		clear(r.dirty)
+	}
+	return changed, r.takeRemovedLocked()
+}
+
+// Visit calls fn with each of hosts, its breaker and whether it has an
+// entry (see Get), under one hold of the registry's lock: fn must not call
+// the registry.
+func (r *Registry) Visit(hosts []string, fn func(host string, b Breaker, ok bool)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, h := range hosts {
+		if e := r.hosts[h]; e != nil {
+			fn(h, e.b, true)
+		} else {
+			fn(h, Breaker{}, false)
+		}
+	}
+}
+
+func (r *Registry) takeRemovedLocked() (removed []string) {
 	if len(r.removed) > 0 {
 		removed = make([]string, 0, len(r.removed))
 		for h := range r.removed {
@@ -465,7 +502,7 @@ func (r *Registry) TakeDirty() (changed map[string]Breaker, removed []string) {
 		slices.Sort(removed)
 		clear(r.removed)
 	}
-	return changed, removed
+	return removed
 }
 
 func (r *Registry) newEntry(host string) *entry {

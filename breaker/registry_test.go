@@ -536,6 +536,38 @@ func TestRegistryTakeDirty(t *testing.T) {
 	}
 }
 
+// TakeDirtyHosts names what TakeDirty would hand over, and Visit reads
+// each as it is then: a host evicted since reads as absent.
+func TestRegistryTakeDirtyHostsAndVisit(t *testing.T) {
+	r, _ := newReg(t, Config{Threshold: 3})
+	outcome(t, r, "b.test", Transient, t0)
+	outcome(t, r, "a.test", Transient, t0)
+	outcome(t, r, "c.test", OK, t0)
+	c, rm := r.TakeDirtyHosts()
+	if !slices.Equal(c, []string{"a.test", "b.test"}) || rm != nil {
+		t.Fatalf("changed %v removed %v, want a.test and b.test changed", c, rm)
+	}
+	outcome(t, r, "a.test", Transient, t0) // changed again
+	outcome(t, r, "b.test", OK, t0)        // evicted
+	got := map[string]Breaker{}
+	r.Visit(append(c, "never.test"), func(host string, b Breaker, ok bool) {
+		if ok {
+			got[host] = b
+		} else if b != (Breaker{}) {
+			t.Errorf("absent %s visited as %+v", host, b)
+		}
+	})
+	if len(got) != 1 || got["a.test"].Failures != 2 {
+		t.Errorf("visited %+v, want a.test alone, with its 2 failures", got)
+	}
+	if c, rm = r.TakeDirtyHosts(); !slices.Equal(c, []string{"a.test"}) || !slices.Equal(rm, []string{"b.test"}) {
+		t.Fatalf("changed %v removed %v, want a.test changed and b.test removed", c, rm)
+	}
+	if c, rm = r.TakeDirtyHosts(); c != nil || rm != nil {
+		t.Fatalf("not cleared: %v %v", c, rm)
+	}
+}
+
 func TestRegistryLoadKeepsOpenUntilRestEnd(t *testing.T) {
 	rest := time.Minute
 	r1, _ := newReg(t, Config{Threshold: 1, Rest: rest})

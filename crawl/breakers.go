@@ -108,7 +108,7 @@ func (e *Engine) persistBreakers() {
 func (e *Engine) writeBreakers(also func(*store.Batch)) error {
 	e.persistMu.Lock()
 	defer e.persistMu.Unlock()
-	changed, removed := e.breakers.TakeDirty()
+	changed, removed := e.breakers.TakeDirtyHosts()
 	if e.caps.SharedBreakers {
 		// The store's breakers change only through Outcome: this
 		// process's copies of them are never written.
@@ -118,9 +118,16 @@ func (e *Engine) writeBreakers(also func(*store.Batch)) error {
 		return nil
 	}
 	return e.front.Submit(func(b *store.Batch) {
-		for host, br := range changed {
-			b.PutBreaker(host, br)
-		}
+		// Read as the batch is built, as onTransition's are: a breaker that
+		// changed again meanwhile goes in its newer state, one evicted
+		// meanwhile is deleted (and again with the next removals).
+		e.breakers.Visit(changed, func(host string, br breaker.Breaker, ok bool) {
+			if ok {
+				b.PutBreaker(host, br)
+			} else {
+				b.DeleteBreaker(host)
+			}
+		})
 		for _, host := range removed {
 			b.DeleteBreaker(host)
 		}
