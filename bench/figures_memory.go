@@ -107,7 +107,8 @@ func (r *Report) hostsSection() *Section {
 		figs = append(figs,
 			num(g+"pages fetched", Count, run.Child.Fetched, ""),
 			num(g+"requests served", Count, h.ManyServed, "page and robots.txt requests the site answered"),
-			secsOf(g+"wall", run.Wall, "the child's start to its exit"))
+			secsOf(g+"wall", run.Wall, "the child's start to its exit"),
+			secsOf(g+"CPU", run.CPU, "the child's user and system time (rusage): what a tighter heap costs shows here"))
 	}
 	for _, f := range []struct {
 		g    string
@@ -120,7 +121,8 @@ func (r *Report) hostsSection() *Section {
 		figs = append(figs, hostsPeakFigures(f.g, f.run, f.size.Hosts)...)
 		figs = append(figs,
 			num(f.g+"URLs failed", Count, f.run.Child.Failed, ""),
-			secsOf(f.g+"wall", f.run.Wall, "the child's start to its exit"))
+			secsOf(f.g+"wall", f.run.Wall, "the child's start to its exit"),
+			secsOf(f.g+"CPU", f.run.CPU, "the child's user and system time (rusage)"))
 	}
 	threshold := breaker.DefaultThreshold
 	if h.FailingThreshold > 0 {

@@ -24,6 +24,8 @@ type MemoryRun struct {
 	Capped bool          `json:"capped"` // stopped at its time cap: no child report, peak is a lower bound
 	Child  ChildReport   `json:"child"`
 	Wall   time.Duration `json:"wall_ns"`
+	// CPU is the child's user and system time, from its rusage.
+	CPU time.Duration `json:"cpu_ns"`
 	// PeakKB is the larger of the VmHWM sampled from /proc and the one the
 	// child reads of itself as it exits. (rusage maxrss is no use here: a
 	// child started with vfork inherits its parent's high-water mark.)
@@ -233,6 +235,9 @@ func (r *runner) runChild(ctx context.Context, c childRun) (*MemoryRun, error) {
 	close(stop)
 	wg.Wait()
 	run.Wall = r.cfg.since(start)
+	if ps := cmd.ProcessState; ps != nil {
+		run.CPU = ps.UserTime() + ps.SystemTime()
+	}
 	if err != nil {
 		return r.childFailed(ctx, cctx, c, run, err, stderr.Bytes())
 	}
