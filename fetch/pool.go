@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 )
 
 // renewAfterFailedHosts is how many hosts' dials may fail on one transport
@@ -30,14 +31,14 @@ type transportPool struct {
 	build      func() *http.Transport // a new transport, its hooks installed
 	renewAfter int                    // renewAfterFailedHosts, but in tests
 
+	cur    atomic.Pointer[http.Transport] // read by every request; replaced under mu
 	mu     sync.Mutex
-	cur    *http.Transport
 	failed map[string]struct{} // addresses whose dials failed on cur
 }
 
 func newTransportPool(build func() *http.Transport) *transportPool {
 	p := &transportPool{build: build, renewAfter: renewAfterFailedHosts, failed: make(map[string]struct{})}
-	p.cur = p.make()
+	p.cur.Store(p.make())
 	return p
 }
 
@@ -66,7 +67,7 @@ func (p *transportPool) watch(tr *http.Transport, dial dialFunc) dialFunc {
 // when enough hosts have failed on it.
 func (p *transportPool) dialFailed(tr *http.Transport, addr string) {
 	p.mu.Lock()
-	if tr != p.cur {
+	if tr != p.cur.Load() {
 		p.mu.Unlock()
 		return // a retired transport's last dials
 	}
@@ -75,18 +76,13 @@ func (p *transportPool) dialFailed(tr *http.Transport, addr string) {
 		p.mu.Unlock()
 		return
 	}
-	old := p.cur
-	p.cur = p.make()
+	p.cur.Store(p.make())
 	p.failed = make(map[string]struct{})
 	p.mu.Unlock()
-	old.CloseIdleConnections()
+	tr.CloseIdleConnections()
 }
 
-func (p *transportPool) current() *http.Transport {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.cur
-}
+func (p *transportPool) current() *http.Transport { return p.cur.Load() }
 
 // RoundTrip sends req on the current transport.
 func (p *transportPool) RoundTrip(req *http.Request) (*http.Response, error) {
