@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -52,7 +53,7 @@ func tinyConfig(t *testing.T) Config {
 	c.QueuedSite, c.QueuedPages, c.SeedsCap = Size{4, 100}, 50, 30*time.Second
 	c.GrowthSite, c.ChildCap = Size{4, 50}, 30*time.Second
 	c.LargePages = []PageSize{{Pages: 3, Bytes: 256 << 10, Workers: 2, HostConcurrency: 2}}
-	c.ManyHosts, c.FailingHosts, c.FailingGiveUp, c.HostsCap = Size{50, 2}, Size{10, 3}, time.Second, time.Minute
+	c.ManyHosts, c.FailingHosts, c.RefusingHosts, c.FailingGiveUp, c.HostsCap = Size{50, 2}, Size{10, 3}, Size{10, 1}, time.Second, time.Minute
 	c.FailingThreshold = 2
 	c.Child = testChild
 	start := time.Now()
@@ -84,7 +85,8 @@ func TestRunTinyEndToEnd(t *testing.T) {
 			"changed pages fetched again", "\nrecrawl: the crawl section's site", "breaker on: time ratio",
 			"lease+complete", "RSS growth from 25% to 100%", "worker-seconds on dead host: every attempt",
 			"with --warc: ratio to the crawl without --warc", "with --warc: WARC bytes per page", "with --warc: index.cdxj lines", "GNU wget 1.21",
-			"many hosts: peak RSS", "failing hosts: URLs failed", "settings: many hosts 50 hosts x 2 pages"} {
+			"many hosts: peak RSS", "many hosts: peak anonymous RSS", "failing hosts: peak file-backed RSS",
+			"failing hosts: URLs failed", "refusing hosts: live heap per host", "many hosts: per host: ", "settings: many hosts 50 hosts x 2 pages"} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("table lacks %q:\n%s", want, out.String())
 			}
@@ -233,14 +235,33 @@ func checkFrontier(t *testing.T, f *FrontierResult) {
 
 func checkHosts(t *testing.T, h *HostsResult) {
 	t.Helper()
-	if h == nil || h.Many == nil || h.Failing == nil {
-		t.Fatalf("hosts = %+v; want two runs", h)
+	if h == nil || h.Many == nil || h.Failing == nil || h.Refusing == nil {
+		t.Fatalf("hosts = %+v; want three runs", h)
 	}
-	for _, run := range []*MemoryRun{h.Many, h.Failing} {
+	for _, run := range []*MemoryRun{h.Many, h.Failing, h.Refusing} {
 		if run.PeakKB < 1000 || run.Capped || !run.Child.Exhausted {
 			t.Errorf("%s: peak %d kB, capped %v, exhausted %v; want a real peak of a crawl to the end",
 				run.Name, run.PeakKB, run.Capped, run.Child.Exhausted)
 		}
+		if run.PeakAnonKB <= 0 || run.PeakFileKB <= 0 || run.PeakAnonKB+run.PeakFileKB < run.PeakKB/2 {
+			t.Errorf("%s: peak %d kB, anonymous %d kB, file-backed %d kB; want both parts measured",
+				run.Name, run.PeakKB, run.PeakAnonKB, run.PeakFileKB)
+		}
+		hp := run.Child.Heap
+		if hp == nil || hp.HeapInuseKB <= 0 || len(hp.Parts) == 0 {
+			t.Errorf("%s: heap at its peak %+v; want its parts", run.Name, hp)
+			continue
+		}
+		var sum int64
+		for _, p := range hp.Parts {
+			sum += p.Bytes
+		}
+		if sum/1024 != hp.ProfiledKB {
+			t.Errorf("%s: parts sum to %d bytes, profiled %d kB", run.Name, sum, hp.ProfiledKB)
+		}
+	}
+	if c := h.Refusing.Child; c.Failed != 10 || c.Fetched != 0 {
+		t.Errorf("refusing hosts: %+v; want all 10 URLs failed", c)
 	}
 	// Through the SOCKS5 front, every page of every virtual host, and one
 	// robots.txt a host.
@@ -279,5 +300,54 @@ func checkMemory(t *testing.T, m *MemoryResult) {
 	}
 	if len(m.Large) != 1 || m.Large[0].Run.Child.Fetched != 3 || !m.Large[0].Run.Child.Exhausted {
 		t.Errorf("large pages = %+v; want one crawl of all 3 pages", m.Large)
+	}
+}
+
+func TestHeapPartOfInnermostRule(t *testing.T) {
+	for _, tc := range []struct {
+		funcs []string
+		want  string
+	}{
+		{[]string{"golang.org/x/time/rate.NewLimiter", "breakwater/crawl.NewPace", "breakwater/crawl.(*hostTable).get"}, partPace},
+		{[]string{"breakwater/crawl.(*hostTable).get", "breakwater/crawl.(*Engine).handle"}, partHostState},
+		{[]string{"context.WithCancel", "breakwater/crawl.(*hostState).beginRequest"}, partHostState},
+		{[]string{"runtime.malg", "runtime.newproc1"}, partOther},
+		{[]string{"net/http.(*wantConnQueue).pushBack", "net/http.(*Transport).queueForIdleConn"}, partHTTPWait},
+		{[]string{"bufio.NewReaderSize", "net/http.(*Transport).dialConn"}, partHTTPConns},
+		{[]string{"fmt.Errorf", "breakwater/fetch.(*guardedDialer).DialContext"}, partErrors},
+	} {
+		if got := partOf(tc.funcs); got != tc.want {
+			t.Errorf("partOf(%q) = %q, want %q", tc.funcs, got, tc.want)
+		}
+	}
+}
+
+func TestScaledLiveBytesUndoesSampling(t *testing.T) {
+	// One 64-byte object sampled at 512 KiB stands for about 8,192 of them.
+	r := runtime.MemProfileRecord{AllocBytes: 64, AllocObjects: 1}
+	if got := scaledLiveBytes(&r, 512<<10); got < 512<<10 || got > 513<<10 {
+		t.Errorf("scaled = %d, want about 512 KiB", got)
+	}
+	if got := scaledLiveBytes(&r, 1); got != 64 {
+		t.Errorf("unsampled = %d, want 64", got)
+	}
+	freed := runtime.MemProfileRecord{AllocBytes: 64, AllocObjects: 1, FreeBytes: 64, FreeObjects: 1}
+	if got := scaledLiveBytes(&freed, 512<<10); got != 0 {
+		t.Errorf("freed = %d, want 0", got)
+	}
+}
+
+// The child finds the database file's mapping in its own smaps.
+func TestReadMappingFindsAMappedFile(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := readMapping("self", exe) // the test binary is mapped, read-only
+	if m == nil || m.RSSKB <= 0 || m.SizeKB < m.RSSKB || m.FileKB <= 0 || m.DirtyKB > m.RSSKB {
+		t.Fatalf("mapping of %s: %+v; want resident pages within the mapping's size", exe, m)
+	}
+	if readMapping("self", exe+".absent") != nil {
+		t.Error("a file not mapped has a mapping")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -44,6 +45,10 @@ type ChildReport struct {
 	HeldWork int    `json:"held_work,omitempty"` // hosts held by a case or a pause, with URLs left
 	// Leaks is the goroutine and descriptor check (--settle only).
 	Leaks *LeakCheck `json:"leaks,omitempty"`
+	// Heap is what held the heap at its peak (--heapparts only).
+	Heap *HeapParts `json:"heap,omitempty"`
+	// DB is the database file's mapping as the crawl ends.
+	DB *Mapping `json:"db,omitempty"`
 }
 
 // Child is the entry point of the memory section's child process: a crawl
@@ -66,6 +71,7 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&o.Proxy, "proxy", "", "send requests through this proxy (the many-hosts site's SOCKS5 front)")
 	heapProfile := fs.String("heapprofile", "", "write a heap profile here each time the heap in use reaches a new high")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole child here")
+	heapParts := fs.Bool("heapparts", false, "report what held the heap at its peak, by part (ChildReport.Heap)")
 	// The soak's settings; their defaults are the crawl's.
 	fs.StringVar(&o.WARC.Dir, "warc", "", "write WARC files into this directory")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "request timeout (the connect timeout is at most this)")
@@ -83,9 +89,13 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("bench child: %w", err)
 	}
 	o.AllowPrivate, o.Logger = true, slog.New(slog.DiscardHandler)
-	if *heapProfile != "" {
+	takeParts := func() *HeapParts { return nil }
+	if *heapProfile != "" || *heapParts {
 		stop := profileHeapPeaks(*heapProfile)
 		defer stop()
+		if *heapParts {
+			takeParts = stop
+		}
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -166,6 +176,8 @@ func Child(ctx context.Context, args []string, stdout io.Writer) error {
 		rep.Leaks.NoFile = noFileLimit
 	}
 	rep.Exhausted, rep.Why, rep.HeldWork = sum.Exhausted, sum.Why, sum.HeldWork
+	rep.Heap = takeParts()
+	rep.DB = readMapping("self", *dbPath)
 	return rep.finish(stdout, start, sum.Counts)
 }
 
@@ -306,6 +318,66 @@ func readProcStatus(pid string) (procStatus, error) {
 		return st, fmt.Errorf("/proc/%s/status: no VmRSS", pid)
 	}
 	return st, nil
+}
+
+// Mapping is what one file's mapping holds in memory, from
+// /proc/PID/smaps: resident pages, those of them dirty (the only ones the
+// kernel must write back before it can drop them), and the file's size.
+type Mapping struct {
+	RSSKB   int64 `json:"rss_kb"`
+	DirtyKB int64 `json:"dirty_kb"`
+	SizeKB  int64 `json:"size_kb"` // the mapping's length: bbolt maps ahead of the file
+	FileKB  int64 `json:"file_kb"` // the file's size on disk
+}
+
+// readMapping sums the mappings of path in pid's smaps; nil if it cannot
+// be read or path is not mapped.
+func readMapping(pid, path string) *Mapping {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil
+	}
+	data, err := os.ReadFile("/proc/" + pid + "/smaps")
+	if err != nil {
+		return nil
+	}
+	var m Mapping
+	found, in := false, false
+	for line := range bytes.Lines(data) {
+		fields := strings.Fields(string(line))
+		if len(fields) == 0 {
+			continue
+		}
+		if !strings.HasSuffix(fields[0], ":") { // a mapping's header: range, perms, offset, dev, inode, path
+			in = len(fields) >= 6 && fields[len(fields)-1] == abs
+			if in {
+				found = true
+				if lo, hi, ok := strings.Cut(fields[0], "-"); ok {
+					a, _ := strconv.ParseUint(lo, 16, 64)
+					b, _ := strconv.ParseUint(hi, 16, 64)
+					m.SizeKB += int64(b-a) / 1024
+				}
+			}
+			continue
+		}
+		if !in || len(fields) < 2 {
+			continue
+		}
+		n, _ := strconv.ParseInt(fields[1], 10, 64)
+		switch fields[0] {
+		case "Rss:":
+			m.RSSKB += n
+		case "Shared_Dirty:", "Private_Dirty:":
+			m.DirtyKB += n
+		}
+	}
+	if !found {
+		return nil
+	}
+	if fi, err := os.Stat(abs); err == nil {
+		m.FileKB = fi.Size() / 1024
+	}
+	return &m
 }
 
 // parseKB parses a /proc value such as "   123456 kB".

@@ -118,6 +118,7 @@ type Config struct {
 	// Hosts, in child processes like the memory section.
 	ManyHosts     Size          // virtual hosts, every URL a seed: 100,000 x 2 with HostsFull, else 10,000 x 2
 	FailingHosts  Size          // hosts refusing connections x URLs each: 50,000 x 3 with HostsFull, else 5,000 x 3
+	RefusingHosts Size          // refusing hosts x 1 URL, crawled as the failing ones: 40,000 x 1 with HostsFull, else 4,000 x 1
 	FailingGiveUp time.Duration // --give-up-after of the failing crawl: 2m with HostsFull, else 30s
 	HostsCap      time.Duration // how long one of its children may run: 20m
 	// FailingThreshold, if positive, is the failing crawl's
@@ -181,7 +182,7 @@ func DefaultConfig() Config {
 		// (2,657 MB before bodies streamed), and one 64 MiB page (185 MB).
 		LargePages: []PageSize{{Pages: 64, Bytes: 8 << 20, Workers: 32, HostConcurrency: 32},
 			{Pages: 1, Bytes: 64 << 20, Workers: 32, HostConcurrency: 1}},
-		ManyHosts: Size{10_000, 2}, FailingHosts: Size{5_000, 3}, FailingGiveUp: 30 * time.Second,
+		ManyHosts: Size{10_000, 2}, FailingHosts: Size{5_000, 3}, RefusingHosts: Size{4_000, 1}, FailingGiveUp: 30 * time.Second,
 		HostsCap:   20 * time.Minute,
 		FleetProcs: []int{1, 2, 4}, FleetPasses: 3, FleetCap: 5 * time.Minute,
 		Soak: DefaultSoakConfig(),
@@ -192,7 +193,7 @@ func DefaultConfig() Config {
 // HostsFull sets the hosts section to the sizes its targets are set
 // at. They take several minutes, too long for every full run.
 func (c *Config) HostsFull() {
-	c.ManyHosts, c.FailingHosts, c.FailingGiveUp = Size{100_000, 2}, Size{50_000, 3}, 2*time.Minute
+	c.ManyHosts, c.FailingHosts, c.RefusingHosts, c.FailingGiveUp = Size{100_000, 2}, Size{50_000, 3}, Size{40_000, 1}, 2*time.Minute
 }
 
 // QuickConfig is a small configuration for smoke tests: the same sections
@@ -210,7 +211,7 @@ func QuickConfig() Config {
 	c.QueuedSite, c.QueuedPages, c.SeedsCap = Size{100, 500}, 2000, 20*time.Second
 	c.GrowthSite, c.ChildCap = Size{100, 50}, time.Minute
 	c.LargePages = []PageSize{{Pages: 4, Bytes: 1 << 20, Workers: 4, HostConcurrency: 4}}
-	c.ManyHosts, c.FailingHosts, c.FailingGiveUp = Size{500, 2}, Size{300, 3}, 5*time.Second
+	c.ManyHosts, c.FailingHosts, c.RefusingHosts, c.FailingGiveUp = Size{500, 2}, Size{300, 3}, Size{200, 1}, 5*time.Second
 	c.FailingThreshold = 2
 	c.FleetPasses, c.FleetCap = 1, time.Minute
 	c.Soak = QuickSoakConfig()

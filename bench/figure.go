@@ -17,6 +17,7 @@ const (
 	Bytes       Unit = "bytes"      // printed in MB, 10^6 bytes
 	PageBytes   Unit = "bytes/page" // printed in KB, 10^3 bytes
 	EdgeBytes   Unit = "bytes/link" // printed in bytes, one decimal
+	HostBytes   Unit = "bytes/host" // printed in bytes
 	Share       Unit = "share"      // a ratio printed as a percentage
 	Times       Unit = "times"      // a ratio printed as 2.50x
 	Change      Unit = "change"     // a relative change printed as +12.5%

@@ -5,21 +5,25 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"sync"
 	"time"
 )
 
-// profileHeapPeaks writes a heap profile of this process to path each time
-// the heap in use passes its previous high by a tenth, so that the profile
-// left at the end shows what held the memory at the peak, not at exit,
-// when most of it is gone. stop ends the watch and waits for it.
-func profileHeapPeaks(path string) (stop func()) {
+// profileHeapPeaks watches this process's heap: each time the heap in use
+// passes its previous high by a tenth it writes a heap profile to path (if
+// not "") and reads what holds the heap (takeHeapParts), so that what is
+// left at the end shows the memory at the peak, not at exit, when most of
+// it is gone. stop (which may be called again) ends the watch, waits for it, and returns the parts
+// read at the last high (or now, if the heap was never read).
+func profileHeapPeaks(path string) (stop func() *HeapParts) {
+	var parts *HeapParts // written by the watch, read once it has ended
+	var ms runtime.MemStats
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		tick := time.NewTicker(500 * time.Millisecond)
 		defer tick.Stop()
 		var high uint64
-		var ms runtime.MemStats
 		for {
 			select {
 			case <-quit:
@@ -31,13 +35,28 @@ func profileHeapPeaks(path string) (stop func()) {
 				continue
 			}
 			high = ms.HeapInuse
+			parts = takeHeapParts(&ms)
+			if path == "" {
+				continue
+			}
 			if err := writeHeapProfile(path); err != nil {
 				fmt.Fprintln(os.Stderr, "bench child:", err)
-				return
+				path = ""
 			}
 		}
 	}()
-	return func() { close(quit); <-done }
+	var once sync.Once
+	return func() *HeapParts {
+		once.Do(func() {
+			close(quit)
+			<-done
+			if parts == nil { // a run shorter than a tick
+				runtime.ReadMemStats(&ms)
+				parts = takeHeapParts(&ms)
+			}
+		})
+		return parts
+	}
 }
 
 func writeHeapProfile(path string) error {

@@ -29,6 +29,10 @@ type HostsResult struct {
 	// FailingThreshold is its --breaker-threshold; 0 means the default.
 	FailingThreshold int        `json:"failing_threshold,omitempty"`
 	Failing          *MemoryRun `json:"failing,omitempty"`
+	// RefusingSite is crawled as FailingSite is, with one URL a host: the
+	// hosts outnumber the URLs that keep them in the queue.
+	RefusingSite Size       `json:"refusing_site"`
+	Refusing     *MemoryRun `json:"refusing,omitempty"`
 }
 
 // failingHost is the address of failing host i: 127.1.0.0/16 and up, no
@@ -44,7 +48,7 @@ const failingWorkers = 32
 func (r *runner) hostsSection(ctx context.Context) error {
 	cfg := r.cfg
 	res := &HostsResult{ManySite: cfg.ManyHosts, FailingSite: cfg.FailingHosts, FailingGiveUp: cfg.FailingGiveUp,
-		FailingThreshold: cfg.FailingThreshold}
+		FailingThreshold: cfg.FailingThreshold, RefusingSite: cfg.RefusingHosts}
 	r.report.Hosts = res
 	site, err := demosite.StartVirtual(cfg.ManyHosts.Hosts, cfg.ManyHosts.Pages)
 	if err != nil {
@@ -56,31 +60,43 @@ func (r *runner) hostsSection(ctx context.Context) error {
 		return fmt.Errorf("hosts: %w", err)
 	}
 	cfg.logf("hosts: crawl of %s, every URL a seed, to the end", cfg.ManyHosts)
-	args := []string{"--db", filepath.Join(r.dir, "many-hosts.db"), "--seeds", seeds, "--proxy", site.Proxy(),
+	args := []string{"--heapparts", "--db", filepath.Join(r.dir, "many-hosts.db"), "--seeds", seeds, "--proxy", site.Proxy(),
 		"--workers", strconv.Itoa(cfg.Workers), "--host-concurrency", strconv.Itoa(cfg.HostConcurrency)}
 	if res.Many, err = r.runChild(ctx, childRun{name: "many-hosts", args: args, limit: cfg.HostsCap}); err != nil {
 		return err
 	}
 	res.ManyServed = site.PageRequests() + site.RobotsRequests()
 
+	if res.Failing, err = r.failingRun(ctx, "failing-hosts", cfg.FailingHosts); err != nil {
+		return err
+	}
+	if cfg.RefusingHosts.Hosts == 0 {
+		return nil
+	}
+	res.Refusing, err = r.failingRun(ctx, "refusing-hosts", cfg.RefusingHosts)
+	return err
+}
+
+// failingRun crawls size hosts refusing connections until each is given up.
+func (r *runner) failingRun(ctx context.Context, name string, size Size) (*MemoryRun, error) {
+	cfg := r.cfg
 	var urls []string
-	for i := range cfg.FailingHosts.Hosts {
-		for p := range cfg.FailingHosts.Pages {
+	for i := range size.Hosts {
+		for p := range size.Pages {
 			urls = append(urls, "http://"+failingHost(i)+"/p/"+strconv.Itoa(p))
 		}
 	}
-	seeds = filepath.Join(r.dir, "failing-hosts.txt")
+	seeds := filepath.Join(r.dir, name+".txt")
 	if err := writeLines(seeds, urls); err != nil {
-		return fmt.Errorf("hosts: %w", err)
+		return nil, fmt.Errorf("hosts: %w", err)
 	}
-	cfg.logf("hosts: crawl of %s refusing connections, each given up after %s", cfg.FailingHosts, cfg.FailingGiveUp)
+	cfg.logf("hosts: crawl of %s refusing connections, each given up after %s", size, cfg.FailingGiveUp)
 	// Default politeness (--delay 1s) and breaker: a refused connection is
 	// a transient failure, retried, until the host's circuit opens.
-	args = []string{"--db", filepath.Join(r.dir, "failing-hosts.db"), "--seeds", seeds, "--workers", strconv.Itoa(failingWorkers),
+	args := []string{"--heapparts", "--db", filepath.Join(r.dir, name+".db"), "--seeds", seeds, "--workers", strconv.Itoa(failingWorkers),
 		"--host-concurrency", "1", "--delay", crawl.DefaultOptions().Delay.String(), "--give-up-after", cfg.FailingGiveUp.String()}
 	if cfg.FailingThreshold > 0 {
 		args = append(args, "--breaker-threshold", strconv.Itoa(cfg.FailingThreshold))
 	}
-	res.Failing, err = r.runChild(ctx, childRun{name: "failing-hosts", args: args, limit: cfg.HostsCap})
-	return err
+	return r.runChild(ctx, childRun{name: name, args: args, limit: cfg.HostsCap})
 }

@@ -24,13 +24,18 @@ type MemoryRun struct {
 	Capped bool          `json:"capped"` // stopped at its time cap: no child report, peak is a lower bound
 	Child  ChildReport   `json:"child"`
 	Wall   time.Duration `json:"wall_ns"`
+	// CPU is the child's user and system time, from its rusage.
+	CPU time.Duration `json:"cpu_ns"`
 	// PeakKB is the larger of the VmHWM sampled from /proc and the one the
 	// child reads of itself as it exits. (rusage maxrss is no use here: a
 	// child started with vfork inherits its parent's high-water mark.)
 	PeakKB int64 `json:"peak_kb"`
 	// PeakAnonKB is the largest anonymous RSS sampled: the part of the peak
 	// that is the process's own memory rather than mapped file pages.
-	PeakAnonKB int64       `json:"peak_anon_kb"`
+	PeakAnonKB int64 `json:"peak_anon_kb"`
+	// PeakFileKB is the largest RssFile sampled: file pages mapped in,
+	// mostly the bbolt file's, which the kernel may drop under pressure.
+	PeakFileKB int64       `json:"peak_file_kb"`
 	Samples    []RSSSample `json:"samples,omitempty"`
 
 	last  RSSSample // the latest sample, standing in for 100% if the child exits between samples
@@ -230,6 +235,9 @@ func (r *runner) runChild(ctx context.Context, c childRun) (*MemoryRun, error) {
 	close(stop)
 	wg.Wait()
 	run.Wall = r.cfg.since(start)
+	if ps := cmd.ProcessState; ps != nil {
+		run.CPU = ps.UserTime() + ps.SystemTime()
+	}
 	if err != nil {
 		return r.childFailed(ctx, cctx, c, run, err, stderr.Bytes())
 	}
@@ -287,6 +295,7 @@ func watch(pid int, stop <-chan struct{}, sample sampler, run *MemoryRun) {
 		}
 		run.PeakKB = max(run.PeakKB, st.hwmKB)
 		run.PeakAnonKB = max(run.PeakAnonKB, st.anonKB)
+		run.PeakFileKB = max(run.PeakFileKB, st.fileKB)
 		if sample != nil {
 			sample(st, run)
 		}

@@ -208,6 +208,8 @@ func format(u Unit, v float64) string {
 		return fmt.Sprintf("%.2f KB", v/1e3)
 	case EdgeBytes:
 		return fmt.Sprintf("%.1f B", v)
+	case HostBytes:
+		return fmt.Sprintf("%.0f B", v)
 	case Share:
 		return fmt.Sprintf("%.1f%%", v*100)
 	case Times:

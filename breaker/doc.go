@@ -85,7 +85,8 @@
 //
 // Breaker fields are exported so that another package can store them.
 // TakeDirty hands over what changed and what was evicted since the last
-// call (write-through); Load restores an entry at startup without firing a
+// call (write-through), or TakeDirtyHosts their names, to be read with
+// Visit when written; Load restores an entry at startup without firing a
 // transition. The probe gate is not persisted: it starts free. A loader
 // passes each stored breaker through Breaker.Resumed first, so that the
 // hours the crawler was not running do not count as a host's downtime (its

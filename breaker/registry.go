@@ -309,7 +309,27 @@ func (r *Registry) GiveUp(host string, after time.Duration, now time.Time) bool 
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := r.hosts[host]
+	return r.hosts[host].dueToGiveUp(after, now)
+}
+
+// DueToGiveUp returns the hosts GiveUp reports true for, in no order. It
+// copies nothing else: a crawl of many failing hosts asks it often.
+func (r *Registry) DueToGiveUp(after time.Duration, now time.Time) []string {
+	if r.cfg.Disabled {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var due []string
+	for host, e := range r.hosts {
+		if e.dueToGiveUp(after, now) {
+			due = append(due, host)
+		}
+	}
+	return due
+}
+
+func (e *entry) dueToGiveUp(after time.Duration, now time.Time) bool {
 	if e == nil || e.b.State == Closed || e.b.Hold != NoHold || e.b.DownSince.IsZero() {
 		return false
 	}
@@ -437,6 +457,43 @@ func (r *Registry) TakeDirty() (changed map[string]Breaker, removed []string) {
 		}
 		clear(r.dirty)
 	}
+	return changed, r.takeRemovedLocked()
+}
+
+// TakeDirtyHosts is TakeDirty with the changed hosts' names alone, sorted:
+// a caller that writes them later reads their state then (Visit), which
+// is at least as new, instead of holding a copy of every changed breaker
+// meanwhile.
+func (r *Registry) TakeDirtyHosts() (changed, removed []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.dirty) > 0 {
+		changed = make([]string, 0, len(r.dirty))
+		for h := range r.dirty {
+			changed = append(changed, h)
+		}
+		slices.Sort(changed)
+		clear(r.dirty)
+	}
+	return changed, r.takeRemovedLocked()
+}
+
+// Visit calls fn with each of hosts, its breaker and whether it has an
+// entry (see Get), under one hold of the registry's lock: fn must not call
+// the registry.
+func (r *Registry) Visit(hosts []string, fn func(host string, b Breaker, ok bool)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, h := range hosts {
+		if e := r.hosts[h]; e != nil {
+			fn(h, e.b, true)
+		} else {
+			fn(h, Breaker{}, false)
+		}
+	}
+}
+
+func (r *Registry) takeRemovedLocked() (removed []string) {
 	if len(r.removed) > 0 {
 		removed = make([]string, 0, len(r.removed))
 		for h := range r.removed {
@@ -445,7 +502,7 @@ func (r *Registry) TakeDirty() (changed map[string]Breaker, removed []string) {
 		slices.Sort(removed)
 		clear(r.removed)
 	}
-	return changed, removed
+	return removed
 }
 
 func (r *Registry) newEntry(host string) *entry {

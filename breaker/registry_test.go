@@ -536,6 +536,38 @@ func TestRegistryTakeDirty(t *testing.T) {
 	}
 }
 
+// TakeDirtyHosts names what TakeDirty would hand over, and Visit reads
+// each as it is then: a host evicted since reads as absent.
+func TestRegistryTakeDirtyHostsAndVisit(t *testing.T) {
+	r, _ := newReg(t, Config{Threshold: 3})
+	outcome(t, r, "b.test", Transient, t0)
+	outcome(t, r, "a.test", Transient, t0)
+	outcome(t, r, "c.test", OK, t0)
+	c, rm := r.TakeDirtyHosts()
+	if !slices.Equal(c, []string{"a.test", "b.test"}) || rm != nil {
+		t.Fatalf("changed %v removed %v, want a.test and b.test changed", c, rm)
+	}
+	outcome(t, r, "a.test", Transient, t0) // changed again
+	outcome(t, r, "b.test", OK, t0)        // evicted
+	got := map[string]Breaker{}
+	r.Visit(append(c, "never.test"), func(host string, b Breaker, ok bool) {
+		if ok {
+			got[host] = b
+		} else if b != (Breaker{}) {
+			t.Errorf("absent %s visited as %+v", host, b)
+		}
+	})
+	if len(got) != 1 || got["a.test"].Failures != 2 {
+		t.Errorf("visited %+v, want a.test alone, with its 2 failures", got)
+	}
+	if c, rm = r.TakeDirtyHosts(); !slices.Equal(c, []string{"a.test"}) || !slices.Equal(rm, []string{"b.test"}) {
+		t.Fatalf("changed %v removed %v, want a.test changed and b.test removed", c, rm)
+	}
+	if c, rm = r.TakeDirtyHosts(); c != nil || rm != nil {
+		t.Fatalf("not cleared: %v %v", c, rm)
+	}
+}
+
 func TestRegistryLoadKeepsOpenUntilRestEnd(t *testing.T) {
 	rest := time.Minute
 	r1, _ := newReg(t, Config{Threshold: 1, Rest: rest})
@@ -1012,5 +1044,34 @@ func TestRegistryReprieve(t *testing.T) {
 	wantState(t, r, "paused.example", Open, Paused)
 	if _, ok := r.Get("closed.example"); ok {
 		t.Error("closed.example keeps its failure: the incident's failures were ours")
+	}
+}
+
+// DueToGiveUp lists exactly the hosts GiveUp says yes to.
+func TestRegistryDueToGiveUpAgreesWithGiveUp(t *testing.T) {
+	r, _ := newReg(t, Config{Threshold: 2, Rest: time.Minute, Probes: 1})
+	outcome(t, r, "long.test", Transient, t0)
+	outcome(t, r, "long.test", Transient, t0) // open since t0
+	outcome(t, r, "recent.test", Transient, at(50*time.Minute))
+	outcome(t, r, "recent.test", Transient, at(50*time.Minute)) // open since 50m
+	outcome(t, r, "paused.test", Transient, t0)
+	outcome(t, r, "paused.test", Transient, t0)
+	r.Pause("paused.test", "ops", at(time.Minute))
+	outcome(t, r, "failing.test", Transient, t0) // closed, one failure counted
+	for _, now := range []time.Time{t0, at(59 * time.Minute), at(time.Hour), at(2 * time.Hour)} {
+		due := r.DueToGiveUp(time.Hour, now)
+		slices.Sort(due)
+		var want []string
+		for _, h := range []string{"failing.test", "long.test", "paused.test", "recent.test"} {
+			if r.GiveUp(h, time.Hour, now) {
+				want = append(want, h)
+			}
+		}
+		if !slices.Equal(due, want) {
+			t.Errorf("at %s: DueToGiveUp = %q, GiveUp says %q", now.Sub(t0), due, want)
+		}
+	}
+	if due := r.DueToGiveUp(time.Hour, at(2*time.Hour)); len(due) != 2 {
+		t.Errorf("at 2h: %q due, want long.test and recent.test", due)
 	}
 }

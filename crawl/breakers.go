@@ -21,7 +21,7 @@ func (e *Engine) onTransition(t breaker.Transition) {
 		e.circuitOpened(t.Host, t.At)
 	}
 	if t.To == breaker.Open {
-		if hs := e.hosts.lookup(t.Host); hs != nil {
+		if hs := e.hosts.lookup(t.Host, t.At); hs != nil {
 			hs.abort()
 		}
 		// Its connections, idle or serving the requests just cut short,
@@ -108,7 +108,7 @@ func (e *Engine) persistBreakers() {
 func (e *Engine) writeBreakers(also func(*store.Batch)) error {
 	e.persistMu.Lock()
 	defer e.persistMu.Unlock()
-	changed, removed := e.breakers.TakeDirty()
+	changed, removed := e.breakers.TakeDirtyHosts()
 	if e.caps.SharedBreakers {
 		// The store's breakers change only through Outcome: this
 		// process's copies of them are never written.
@@ -118,9 +118,16 @@ func (e *Engine) writeBreakers(also func(*store.Batch)) error {
 		return nil
 	}
 	return e.front.Submit(func(b *store.Batch) {
-		for host, br := range changed {
-			b.PutBreaker(host, br)
-		}
+		// Read as the batch is built, as onTransition's are: a breaker that
+		// changed again meanwhile goes in its newer state, one evicted
+		// meanwhile is deleted (and again with the next removals).
+		e.breakers.Visit(changed, func(host string, br breaker.Breaker, ok bool) {
+			if ok {
+				b.PutBreaker(host, br)
+			} else {
+				b.DeleteBreaker(host)
+			}
+		})
 		for _, host := range removed {
 			b.DeleteBreaker(host)
 		}
@@ -141,16 +148,25 @@ func (e *Engine) giveUpHosts(now time.Time) {
 	if e.guard.active() {
 		return // the hosts are not down: we are (localfault.go)
 	}
-	for host := range e.breakers.Snapshot() {
-		if !e.breakers.GiveUp(host, e.opts.GiveUpAfter, now) {
-			continue
-		}
+	n := 0
+	for _, host := range e.breakers.DueToGiveUp(e.opts.GiveUpAfter, now) {
 		if last, again := e.givenUp.Load(host); again && now.Sub(last.(time.Time)) < 10*time.Second {
 			continue
 		}
+		if n == maxGiveUpsPerSweep {
+			return // the rest are still due at the next sweep
+		}
 		e.giveUp(host, now)
+		n++
 	}
 }
+
+// maxGiveUpsPerSweep bounds the hosts one sweep gives up. Hosts that went
+// down together fall due together: tens of thousands given up in one
+// sweep would each have their queue read and failed in the same few
+// commits, a wave of memory for a moment. A sweep every 500 ms gives up
+// 8,000 hosts a second this way.
+const maxGiveUpsPerSweep = 4096
 
 // giveUp fails every queued URL of host as host-down.
 func (e *Engine) giveUp(host string, now time.Time) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -231,6 +232,7 @@ func (e *Engine) circuitOpen(host string) bool {
 // Run crawls until the frontier is exhausted, ctx is cancelled, or
 // MaxDuration or MaxPages is reached.
 func (e *Engine) Run(ctx context.Context) (Summary, error) {
+	defer applyMemoryLimit(e.opts.MemoryLimit)()
 	start := e.opts.Now()
 	before, err := e.db.Counts()
 	if err != nil {
@@ -468,8 +470,11 @@ func (e *Engine) prepareSeeds() error {
 	err := e.eachSeed(e.log, func(it store.Item) error {
 		blocked.check(it, e.opts.AllowPrivate)
 		if !hosts[it.Host] {
-			hosts[it.Host] = true
-			seedHosts = append(seedHosts, it.Host)
+			// A copy: the host is a slice of the seed's line, which the
+			// scope would otherwise keep whole for every seed host.
+			host := strings.Clone(it.Host)
+			hosts[host] = true
+			seedHosts = append(seedHosts, host)
 		}
 		return nil
 	})

@@ -86,7 +86,7 @@ func (e *Engine) refreshSeeds(force bool) {
 		return
 	}
 	before := len(e.scope.seeds.Load().hosts)
-	e.scope.seeds.Store(newSeedSet(hosts))
+	e.scope.seeds.Store(newSeedSet(e.scope.mode, hosts))
 	r.version = v
 	if len(hosts) > before && !force {
 		e.log.Info("the fleet's seed hosts grew", "hosts", len(hosts), "added", len(hosts)-before)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"breakwater/breaker"
 	"breakwater/robots"
 )
 
@@ -18,7 +19,7 @@ func TestHostTableRequests(t *testing.T) {
 	ctx, done := hs.beginRequest(context.Background())
 
 	table.prune(t0.Add(time.Hour), time.Minute)
-	if table.lookup("a.test") == nil {
+	if table.lookup("a.test", t0.Add(time.Hour)) == nil {
 		t.Fatal("a host with a request in flight was forgotten")
 	}
 	if ctx.Err() != nil {
@@ -37,7 +38,7 @@ func TestHostTableRequests(t *testing.T) {
 	done2()
 
 	table.prune(t0.Add(2*time.Hour), time.Minute)
-	if table.lookup("a.test") != nil {
+	if table.lookup("a.test", t0.Add(2*time.Hour)) != nil {
 		t.Fatal("an idle host with nothing in flight was kept")
 	}
 	if next.Err() == nil {
@@ -90,7 +91,72 @@ func TestIdleHostDropsItsRules(t *testing.T) {
 	if h.rules != nil || h.robotsChecked {
 		t.Fatal("idle host kept its rules")
 	}
-	if table.lookup("a.test") != h {
+	if len(table.signals()) != 1 {
 		t.Fatal("host forgotten before the table's idle time")
+	}
+}
+
+// A host idle for fadeIdle fades: the guard and the display read it as
+// before, asking for it again brings back all a fresh state would lack,
+// and it is forgotten at the table's idle time. A host still waiting does
+// not fade.
+func TestIdleHostFades(t *testing.T) {
+	start := time.Unix(100, 0)
+	table := newHostTable(2 * time.Second)
+	h := table.get("a.test", start)
+	h.signal.observe(Verdict{Class: breaker.OK, Status: 200}, "http://a.test/", start)
+	h.throttles, h.robotsFailed = 2, true
+	waiting := table.get("b.test", start)
+	waiting.notBefore = start.Add(time.Hour)
+
+	table.prune(start.Add(fadeIdle+time.Second), time.Minute)
+	if len(table.m) != 1 || table.m["b.test"] == nil || len(table.faded) != 1 {
+		t.Fatalf("after fadeIdle: %d whole, %d faded; want b.test whole, a.test faded", len(table.m), len(table.faded))
+	}
+	readings := table.signals()
+	if len(readings) != 2 {
+		t.Fatalf("guard reads %d hosts, want 2", len(readings))
+	}
+	for _, r := range readings {
+		if r.host == "a.test" && (r.answeredURL != "http://a.test/" || !r.answeredAt.Equal(start)) {
+			t.Errorf("faded reading %+v lost its answer", r)
+		}
+	}
+	if p := table.snapshot(start.Add(fadeIdle + time.Second))["a.test"]; p.Interval != 2*time.Second || p.Throttles != 2 {
+		t.Errorf("faded host shows %+v, want its 2s floor and 2 throttles", p)
+	}
+
+	back := table.lookup("a.test", start.Add(fadeIdle+2*time.Second))
+	if back == nil || !sameSignal(back.signal, h.signal) || !back.lastUsed.Equal(start) || len(table.faded) != 0 ||
+		back.throttles != 2 || !back.robotsFailed || back.floor != 2*time.Second {
+		t.Fatalf("lookup of a faded host: %+v, want its reading, throttles, robots failure and last use back", back)
+	}
+	table.prune(start.Add(2*fadeIdle+3*time.Second), time.Minute)
+	table.prune(start.Add(time.Minute+time.Second), time.Minute)
+	if _, ok := table.faded["a.test"]; ok || table.m["a.test"] != nil {
+		t.Fatal("faded host kept past the table's idle time")
+	}
+}
+
+func sameSignal(a, b hostSignal) bool {
+	return a.answeredAt.Equal(b.answeredAt) && a.answeredURL == b.answeredURL && a.failingSince.Equal(b.failingSince) &&
+		a.failures == b.failures && a.failedAt.Equal(b.failedAt) && a.failKind == b.failKind
+}
+
+// A faded host's reading comes back as it was, zero times included.
+func TestFadedSignalRoundTrips(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 123)
+	for _, s := range []hostSignal{
+		{},
+		{answeredAt: t0, answeredURL: "http://a.test/x"},
+		{answeredAt: t0, answeredURL: "http://a.test/x", failingSince: t0.Add(time.Second), failures: 3,
+			failedAt: t0.Add(2 * time.Second), failKind: "dial"},
+		{failingSince: t0, failures: 2, failedAt: t0, failKind: "circuit opened"},
+	} {
+		h := &hostState{signal: s, lastUsed: t0, floor: time.Second}
+		f := fade(h)
+		if got := f.signal(); !sameSignal(got, s) || !fromUnixNanos(f.lastUsed).Equal(t0) {
+			t.Errorf("faded %+v came back as %+v", s, got)
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unique"
 
 	"breakwater/breaker"
 	"breakwater/control"
@@ -116,8 +117,11 @@ func (s *hostSignal) opened(now time.Time) bool {
 // circuitOpened tells the guard that host's circuit opened from closed.
 func (e *Engine) circuitOpened(host string, now time.Time) {
 	g := e.guard
-	hs := e.hosts.lookup(host)
-	if g == nil || hs == nil {
+	if g == nil {
+		return
+	}
+	hs := e.hosts.lookup(host, now)
+	if hs == nil {
 		return
 	}
 	hs.mu.Lock()
@@ -129,15 +133,15 @@ func (e *Engine) circuitOpened(host string, now time.Time) {
 }
 
 // failureKind is the kind of a transient failure, for the incident's
-// evidence: the error's kind, or the status class.
+// evidence: the error's kind, or the status class. It is interned: a
+// slice of the detail would keep the whole error text alive in the
+// signal of every failing host, where a few kinds are all there is.
 func failureKind(v Verdict) string {
 	if v.Status >= 500 {
 		return "status 5xx"
 	}
-	if kind, _, ok := strings.Cut(v.Detail, ": "); ok {
-		return kind
-	}
-	return v.Detail
+	kind, _, _ := strings.Cut(v.Detail, ": ")
+	return unique.Make(kind).Value()
 }
 
 // hostReading is one host's signal as the guard reads it.

@@ -48,6 +48,14 @@ type Options struct {
 	// Workers is the number of concurrent fetches, all hosts together.
 	// Default 32; at least 1.
 	Workers int
+	// MemoryLimit is the Go runtime's soft memory limit while Run runs
+	// (runtime/debug.SetMemoryLimit), in bytes: past it the garbage
+	// collector runs more often rather than let the heap grow to twice
+	// what is live, as it otherwise does (GOGC). It bounds the headroom,
+	// not the crawl: a crawl that needs more goes past it, paying in GC
+	// CPU. Default DefaultMemoryLimit; zero leaves the runtime's own
+	// (GOMEMLIMIT), and so does a GOMEMLIMIT in the environment.
+	MemoryLimit int64
 	// HostConcurrency caps the requests in flight to one host. Default 1.
 	HostConcurrency int
 	// Delay is the least time between two request starts to one host;
@@ -249,6 +257,7 @@ var DefaultTrapRules = TrapRules{Repeats: 3, Segments: 30, QueryParams: 8, Futur
 func DefaultOptions() Options {
 	return Options{
 		Workers:         32,
+		MemoryLimit:     DefaultMemoryLimit,
 		HostConcurrency: 1,
 		Delay:           time.Second,
 		Scope:           ScopeSeeds,
@@ -310,6 +319,8 @@ func (o *Options) breakerConfig() breaker.Config {
 // Validate reports the first option that cannot work, naming it.
 func (o *Options) Validate() error {
 	switch {
+	case o.MemoryLimit < 0:
+		return fmt.Errorf("--memory-limit must be 0 (none) or a number of bytes, got %d", o.MemoryLimit)
 	case o.Workers < 1:
 		return fmt.Errorf("--workers must be at least 1, got %d", o.Workers)
 	case o.HostConcurrency < 1:

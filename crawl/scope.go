@@ -23,21 +23,23 @@ type scope struct {
 // seedSet is the seeds' hosts as the scope reads them.
 type seedSet struct {
 	hosts   map[string]bool // host keys of the seeds
-	domains map[string]bool // registrable domains of the seeds
+	domains map[string]bool // registrable domains of the seeds, with ScopeDomain
 }
 
-func newSeedSet(seedHosts []string) *seedSet {
+func newSeedSet(mode string, seedHosts []string) *seedSet {
 	set := &seedSet{hosts: make(map[string]bool, len(seedHosts)), domains: map[string]bool{}}
 	for _, h := range seedHosts {
 		set.hosts[h] = true
-		set.domains[registrableDomain(h)] = true
+		if mode == ScopeDomain { // only that scope reads them: a crawl of 100,000 seed hosts saves a map as big
+			set.domains[registrableDomain(h)] = true
+		}
 	}
 	return set
 }
 
 func newScope(o *Options, seedHosts []string) *scope {
 	s := &scope{mode: o.Scope, include: o.Include, exclude: o.Exclude, maxDepth: o.MaxDepth}
-	s.seeds.Store(newSeedSet(seedHosts))
+	s.seeds.Store(newSeedSet(o.Scope, seedHosts))
 	return s
 }
 

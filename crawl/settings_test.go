@@ -65,6 +65,7 @@ func TestEachSettingResumesAsTheTableSays(t *testing.T) {
 		{"db", `"other.db"`, perRun},
 		{"seeds", `"seeds.txt"`, perRun},
 		{"workers", `3`, perRun},
+		{"memory-limit", `67108864`, perRun},
 		{"max-pages", `10`, perRun},
 		{"max-duration", `"1m0s"`, perRun},
 		{"retry-failed", `true`, perRun},

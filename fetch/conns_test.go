@@ -125,7 +125,7 @@ func TestFetchTracksTLSConnections(t *testing.T) {
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	f := newTestFetcher(t, testOptions())
-	f.transport.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	f.transport.current().TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
 	for range 2 {
 		r := f.Get(context.Background(), srv.URL)
 		if r.Err != nil || string(r.Body) != "HTTP/2.0" {

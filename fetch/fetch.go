@@ -235,7 +235,7 @@ func (r *Response) Streamed() bool { return r.streamed }
 // scope, robots and politeness. A Fetcher is safe for concurrent use.
 type Fetcher struct {
 	opts      Options
-	transport *http.Transport
+	transport *transportPool
 	client    *http.Client
 	conns     *connTracker
 	router    *router // nil without a Proxy
@@ -252,30 +252,36 @@ func New(o Options) *Fetcher {
 	}
 	guard := newGuardedDialer(o)
 	direct := conns.wrap(guard.DialContext)
-	tr := &http.Transport{
-		Proxy:                  nil, // not the environment's: a Proxy goes through the router
-		DialContext:            direct,
-		ForceAttemptHTTP2:      true,
-		MaxIdleConns:           o.IdleConns,
-		MaxIdleConnsPerHost:    idleConnsPerHost(o.MaxConnsPerHost),
-		MaxConnsPerHost:        o.MaxConnsPerHost,
-		IdleConnTimeout:        o.IdleTimeout,
-		TLSHandshakeTimeout:    o.ConnectTimeout,
-		ResponseHeaderTimeout:  o.Timeout,
-		MaxResponseHeaderBytes: maxResponseHeaderBytes,
-		// Fetch asks for gzip and decodes it itself (see decodedBody): the
-		// transport would hide the encoded bytes an archive must keep.
-		DisableCompression: true,
-	}
 	var rt *router
 	if o.Proxy != nil && !o.Proxy.direct() {
 		rt = newRouter(o, conns, direct)
 		rt.lookup = guard.lookup // a proxied target is read as a direct one is
-		rt.install(tr)
 	}
-	if o.Record {
-		recordDials(tr, o.ConnectTimeout)
+	build := func() *http.Transport {
+		tr := &http.Transport{
+			Proxy:                  nil, // not the environment's: a Proxy goes through the router
+			DialContext:            direct,
+			ForceAttemptHTTP2:      true,
+			MaxIdleConns:           o.IdleConns,
+			MaxIdleConnsPerHost:    idleConnsPerHost(o.MaxConnsPerHost),
+			MaxConnsPerHost:        o.MaxConnsPerHost,
+			IdleConnTimeout:        o.IdleTimeout,
+			TLSHandshakeTimeout:    o.ConnectTimeout,
+			ResponseHeaderTimeout:  o.Timeout,
+			MaxResponseHeaderBytes: maxResponseHeaderBytes,
+			// Fetch asks for gzip and decodes it itself (see decodedBody): the
+			// transport would hide the encoded bytes an archive must keep.
+			DisableCompression: true,
+		}
+		if rt != nil {
+			rt.install(tr)
+		}
+		if o.Record {
+			recordDials(tr, o.ConnectTimeout)
+		}
+		return tr
 	}
+	tr := newTransportPool(build)
 	return &Fetcher{
 		opts:      o,
 		transport: tr,

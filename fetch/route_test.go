@@ -105,7 +105,7 @@ func proxiedFetcher(t *testing.T, o Options, proxyURL string) *Fetcher {
 // trustTLS makes f trust the httptest certificate (127.0.0.1, example.com
 // and *.example.com).
 func trustTLS(f *Fetcher, srv *httptest.Server) {
-	f.transport.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	f.transport.current().TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
 }
 
 func wantOK(t *testing.T, r *Response, proto string) {

@@ -413,7 +413,7 @@ func TestWireHTTPS(t *testing.T) {
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	f := newTestFetcher(t, recordOptions())
-	f.transport.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	f.transport.current().TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
 	for i := range 2 {
 		r := f.Get(context.Background(), srv.URL+"/secure")
 		if r.Err != nil || string(r.Body) != "HTTP/1.1" || protoMajor.Load() != 1 {

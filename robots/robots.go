@@ -57,8 +57,19 @@ type Rules struct {
 	groups   []group  // parsed from Body once; never mutated afterwards
 	sitemaps []string // absolute http(s) Sitemap URLs, in file order
 
-	matchers sync.Map     // product token -> *matcher, compiled lazily
+	// own is the matcher of the first product token asked for, the
+	// crawler's own: the one a crawl asks of every host's rules, kept
+	// without the cost of a map (a sync.Map's first Load alone allocates
+	// some 200 bytes, for every host whose rules are held).
+	own      atomic.Pointer[tokenMatcher]
+	matchers sync.Map     // any other product token -> *matcher, compiled lazily
 	nmatch   atomic.Int32 // entries in matchers; bounds the cache
+}
+
+// tokenMatcher is a product token's compiled matcher.
+type tokenMatcher struct {
+	token string
+	m     *matcher
 }
 
 // group is one robots.txt group: consecutive User-agent lines and the rules
@@ -216,6 +227,19 @@ func (r *Rules) CrawlDelay(agent string) time.Duration {
 
 func (r *Rules) matcherFor(agent string) *matcher {
 	tok := ProductToken(agent)
+	own := r.own.Load()
+	if own != nil && own.token == tok {
+		return own.m
+	}
+	if own == nil {
+		m := compile(r.groups, tok)
+		if r.own.CompareAndSwap(nil, &tokenMatcher{token: tok, m: m}) {
+			return m
+		}
+		if own = r.own.Load(); own.token == tok {
+			return own.m // another caller compiled it first
+		}
+	}
 	if v, ok := r.matchers.Load(tok); ok {
 		return v.(*matcher)
 	}

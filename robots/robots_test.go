@@ -602,3 +602,34 @@ func FuzzFromResponse(f *testing.F) {
 		}
 	})
 }
+
+// The crawler's own token and any other, asked from many goroutines at
+// once and in either order, each get their own group's answer.
+func TestAllowedPerTokenUnderConcurrency(t *testing.T) {
+	body := []byte("User-agent: breakwater\nDisallow: /own\n\nUser-agent: other\nDisallow: /other\n\nUser-agent: *\nDisallow: /all\n")
+	for _, first := range []string{"Breakwater/1.0", "Other/2.0"} {
+		r, err := robots.FromResponse(200, body, time.Unix(0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Allowed("/", first)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for _, c := range []struct {
+					agent, path string
+					want        bool
+				}{
+					{"Breakwater/1.0", "/own", false}, {"Breakwater/1.0", "/other", true}, {"Breakwater/1.0", "/all", true},
+					{"Other/2.0", "/other", false}, {"Other/2.0", "/own", true},
+					{"Third/3", "/all", false}, {"Third/3", "/own", true},
+				} {
+					if got := r.Allowed(c.path, c.agent); got != c.want {
+						t.Errorf("first %s: Allowed(%s, %s) = %v, want %v", first, c.path, c.agent, got, c.want)
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+}

@@ -73,6 +73,7 @@ type DB struct {
 	bolt     *bolt.DB
 	path     string
 	commitMu sync.Mutex
+	commits  int      // under commitMu
 	seen     *seenSet // empty when read-only
 	readOnly bool
 	// pagesWalked is set when the file was opened read-only with
