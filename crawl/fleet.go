@@ -110,6 +110,11 @@ func (e *Engine) claimProcess() error {
 // processID names this process among those crawling the store:
 // --fleet-id, or HOSTNAME-SUFFIX (defaultFleetID).
 func (e *Engine) processID() string {
+	if e.opts.Fleet.ID == "" && e.caps.SoleWriter {
+		// The one process of its store: the ID names nothing kept.
+		host, _ := os.Hostname()
+		e.opts.Fleet.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
 	if e.opts.Fleet.ID == "" {
 		id, err := defaultFleetID(e.opts.WARC.Dir)
 		if err != nil {
@@ -178,10 +183,10 @@ func fleetSuffix(path string) (string, error) {
 	if path == "" {
 		return suffix, errors.New("no home directory for the fleet ID's suffix")
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return suffix, fmt.Errorf("keep the fleet ID's suffix: %w", err)
 	}
-	if err := os.WriteFile(path, []byte(suffix+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(suffix+"\n"), 0o600); err != nil {
 		return suffix, fmt.Errorf("keep the fleet ID's suffix: %w", err)
 	}
 	return suffix, nil
