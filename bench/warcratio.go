@@ -100,7 +100,7 @@ func (r *runner) warcRatio(ctx context.Context, site *demosite.Site, pageBytes i
 			res.Ratios = append(res.Ratios, rate[1]/rate[0])
 			res.CPURatios = append(res.CPURatios, float64(cpu[0])/float64(cpu[1]))
 		}
-		r.cfg.logf("crawl: --warc ratio, %d-byte pages, pair %d: %.0f and %.0f pages/s", pageBytes, i+1, rate[0], rate[1])
+		r.cfg.logf("crawl: --warc ratio, %s, pair %d: %.0f pages/s without, %.0f with", siteName(pageBytes), i+1, rate[0], rate[1])
 	}
 	return res, nil
 }
@@ -118,11 +118,7 @@ func processCPU() time.Duration {
 func warcRatioFigures(ratios []WARCRatio) []Figure {
 	var figs []Figure
 	for _, w := range ratios {
-		site := "the bench site"
-		if w.PageBytes > 0 {
-			site = fmt.Sprintf("%d KB pages", w.PageBytes/1000)
-		}
-		g := "with --warc, " + site + ": "
+		g := "with --warc, " + siteName(w.PageBytes) + ": "
 		figs = append(figs,
 			num(g+"median ratio to the crawl without", Share, w.Median(), fmt.Sprintf("%d pairs without then with --warc, "+
 				"interleaved on one site; pairs %s", len(w.Ratios), shares(w.Ratios))).want(AtLeast, TargetWARCToCrawl),
@@ -130,6 +126,14 @@ func warcRatioFigures(ratios []WARCRatio) []Figure {
 				"(process rusage, the in-process site included); pairs "+shares(w.CPURatios)))
 	}
 	return figs
+}
+
+// siteName names a ratio's site by its pages' size (0: the bench site's).
+func siteName(pageBytes int) string {
+	if pageBytes == 0 {
+		return "the bench site"
+	}
+	return fmt.Sprintf("%d KB pages", pageBytes/1000)
 }
 
 func shares(xs []float64) string {
