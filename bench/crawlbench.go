@@ -102,6 +102,10 @@ func (r *runner) ceilingAndCrawl(ctx context.Context) error {
 		return err
 	}
 	res.WARC = w
+	cfg.logf("crawl: --warc against the same crawl without, %d pairs each on %s and on 30 KB pages", warcRatioRuns, cfg.Site)
+	if w.Ratios, err = r.warcRatios(ctx, site); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -156,6 +160,9 @@ type WARCRun struct {
 	IndexRecords  int64         `json:"index_records"`
 	IndexWall     time.Duration `json:"index_wall_ns"`
 	IndexReadWall time.Duration `json:"index_read_wall_ns"`
+	// Ratios is --warc's cost measured in interleaved pairs on the bench
+	// site and on one with 30 KB pages.
+	Ratios []WARCRatio `json:"ratios,omitempty"`
 }
 
 // Clean is whether the archive read back clean and holds every fetched

@@ -90,6 +90,7 @@ func (r *Report) crawlSection() *Section {
 	}
 	if w := c.WARC; w != nil {
 		figs = append(figs, warcFigures(w, c.Site)...)
+		figs = append(figs, warcRatioFigures(w.Ratios)...)
 	}
 	return &Section{Name: SectionCrawl,
 		Method: "crawl.New + Run in this process from every host's root into a fresh file, the ceiling's site; " +

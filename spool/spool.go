@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 )
 
 // DefaultMemMax is the memory a Buffer uses before it spills to a file.
@@ -27,7 +28,16 @@ type Buffer struct {
 	file   *os.File // nil until the bytes outgrow mem
 	size   int64
 	err    error // the first write failure: later writes fail with it
+	pooled bool  // mem came from slabs and goes back on Close
 }
+
+// slabs recycles the memory of closed Buffers: a crawl makes two Buffers a
+// page (the raw answer and its records), and growing each from nothing
+// cost more than compressing it. Only slabs up to slabMax are kept, so the
+// pool holds about what the workers in flight use.
+var slabs = sync.Pool{}
+
+const slabMax = 64 << 10
 
 // New returns an empty Buffer spilling to a file in dir ("" means the
 // system's temporary directory) past memMax bytes (0: DefaultMemMax).
@@ -35,7 +45,11 @@ func New(dir string, memMax int) *Buffer {
 	if memMax <= 0 {
 		memMax = DefaultMemMax
 	}
-	return &Buffer{dir: dir, memMax: memMax}
+	b := &Buffer{dir: dir, memMax: memMax}
+	if s, ok := slabs.Get().(*[]byte); ok {
+		b.mem, b.pooled = (*s)[:0], true
+	}
+	return b
 }
 
 // Of returns a Buffer holding b in memory, for bytes already at hand.
@@ -51,6 +65,9 @@ func (b *Buffer) Write(p []byte) (int, error) {
 	n := 0
 	if room := b.memMax - len(b.mem); room > 0 && b.file == nil {
 		n = min(room, len(p))
+		if b.mem == nil {
+			b.pooled = true // grown here, so ours to recycle
+		}
 		b.mem = append(b.mem, p[:n]...)
 		b.size += int64(n)
 		p = p[n:]
@@ -117,7 +134,7 @@ func (b *Buffer) ReadAt(p []byte, off int64) (int, error) {
 func (b *Buffer) Reader() io.Reader { return io.NewSectionReader(b, 0, b.size) }
 
 // Bytes returns every byte in one slice, reading the file if there is one:
-// for small buffers and tests.
+// for small buffers and tests. The slice is valid until Close.
 func (b *Buffer) Bytes() ([]byte, error) {
 	if b.file == nil {
 		return b.mem, nil
@@ -140,7 +157,11 @@ func (b *Buffer) WriteTo(w io.Writer) (int64, error) {
 
 // Close releases the file, if any. The Buffer must not be used after.
 func (b *Buffer) Close() error {
-	b.mem = nil
+	if b.pooled && cap(b.mem) <= slabMax {
+		mem := b.mem[:0]
+		slabs.Put(&mem)
+	}
+	b.mem, b.pooled = nil, false
 	if b.file == nil {
 		return nil
 	}

@@ -380,7 +380,7 @@ func (w *Writer) BeforeCommit(b *store.Batch) error {
 			b.PutCapture(e.first.digest, e.first.capture)
 		}
 	}
-	if err := w.file.Sync(); err != nil {
+	if err := dataSync(w.file); err != nil {
 		w.err = fmt.Errorf("archive: flush %s: %w", w.file.Name(), err)
 		return w.err
 	}
