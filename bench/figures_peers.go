@@ -19,7 +19,7 @@ func (r *Report) peersSection() *Section {
 			"from -i, not spanning hosts) and `breakwater crawl --workers %d --host-concurrency %d --delay 0` as child "+
 			"processes over one loopback site, in rounds that alternate which goes first, each round ending with a pass "+
 			"of the raw fetch loop at the same concurrency; distinct pages from the site's own logs, CPU (user + system) "+
-			"and peak RSS from each process's rusage; medians over the runs.", p.Workers, p.Workers, p.HostConcurrency),
+			"and peak RSS from each process's VmHWM; medians over the runs.", p.Workers, p.Workers, p.HostConcurrency),
 		Settings: []Setting{set("site", p.Site), set("threads / workers", p.Workers),
 			set("host concurrency", p.HostConcurrency), set("runs each", len(p.Tool(ToolBreakwater)))},
 	}
@@ -42,7 +42,7 @@ func (r *Report) peersSection() *Section {
 		figs = append(figs,
 			num(g+"distinct pages/s", PagesPerSec, t.s.rate, "distinct pages the site served over the process's wall time").over(t.s.rates),
 			num(g+"CPU µs per page", PerPage, t.s.cpuPerPage, "user + system microseconds of the process (rusage) per distinct page").over(t.s.cpus),
-			num(g+"peak RSS", Bytes, t.s.maxRSSKB*1024, "the process's ru_maxrss, the highest of its runs"),
+			num(g+"peak RSS", Bytes, t.s.maxRSSKB*1024, "the tool's own VmHWM, read while it ran, the highest of its runs"),
 			num(g+"distinct pages served", Count, t.s.served, "the fewest of its runs, from the site's logs").of(urls).check(All, 0),
 			secsOf(g+"start-up", t.s.leadIn, "from the process's start to the site's first request (median)"),
 			secsOf(g+"shutdown", t.s.tail, "from the site's last request to the process's exit (median)"),
