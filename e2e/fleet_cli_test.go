@@ -250,24 +250,7 @@ func TestFleetSIGKILLLosesNothing(t *testing.T) {
 		workers       = 4
 		lease         = time.Second
 	)
-	var hosts []*linkHost
-	var seeds []string
-	for range nHosts {
-		h := startLinkHost(t, pages, latency, 0)
-		hosts = append(hosts, h)
-		seeds = append(seeds, h.base()+"/")
-	}
-	answers := func() int {
-		n := 0
-		for _, h := range hosts {
-			for _, r := range h.requests() {
-				if r.Status == 200 {
-					n++
-				}
-			}
-		}
-		return n
-	}
+	hosts, seeds, answers := startLinkHosts(t, nHosts, pages, latency)
 	procs := startFleet(t, bin, 4, fleetArgs(rs.URL(),
 		[]string{"--workers", strconv.Itoa(workers), "--host-concurrency", "1", "--fleet-lease", lease.String()}, seeds...))
 

@@ -31,24 +31,7 @@ func TestFleetSIGSTOPFencedOut(t *testing.T) {
 		latency       = 40 * time.Millisecond
 		lease         = time.Second
 	)
-	var hosts []*linkHost
-	var seeds []string
-	for range nHosts {
-		h := startLinkHost(t, pages, latency, 0)
-		hosts = append(hosts, h)
-		seeds = append(seeds, h.base()+"/")
-	}
-	answers := func() int {
-		n := 0
-		for _, h := range hosts {
-			for _, r := range h.requests() {
-				if r.Status == 200 {
-					n++
-				}
-			}
-		}
-		return n
-	}
+	hosts, seeds, answers := startLinkHosts(t, nHosts, pages, latency)
 	procs := startFleet(t, bin, 3, fleetArgs(rs.URL(),
 		[]string{"--workers", "4", "--host-concurrency", "1", "--fleet-lease", lease.String(), "--timeout", "500ms"}, seeds...))
 	var victim *fleetProc

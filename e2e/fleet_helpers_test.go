@@ -57,6 +57,30 @@ func startLinkHost(t testing.TB, pages int, latency time.Duration, flakyEvery in
 	return h
 }
 
+// startLinkHosts starts n link hosts, and returns them, their roots as
+// seeds, and a count of the pages they answered 200 so far.
+func startLinkHosts(t testing.TB, n, pages int, latency time.Duration) ([]*linkHost, []string, func() int) {
+	var hosts []*linkHost
+	var seeds []string
+	for range n {
+		h := startLinkHost(t, pages, latency, 0)
+		hosts = append(hosts, h)
+		seeds = append(seeds, h.base()+"/")
+	}
+	answers := func() int {
+		n := 0
+		for _, h := range hosts {
+			for _, r := range h.requests() {
+				if r.Status == 200 {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	return hosts, seeds, answers
+}
+
 func linkPath(i int) string {
 	if i == 0 {
 		return "/"
