@@ -112,11 +112,18 @@ func TestFleetSection(t *testing.T) {
 			}
 		}
 	}
+	// On this small site a pass lasts well under a second: a process that
+	// starts last can find every host taken, and ends without a page. Most
+	// must share the work.
 	for i, p := range f.Redis(4).Passes {
+		idle := 0
 		for _, pr := range p.Procs {
 			if pr.Fetched <= 0 {
-				t.Errorf("4 processes, pass %d: process %s fetched %d pages; want every process some (%s)", i+1, pr.ID, pr.Fetched, pagesOf(p))
+				idle++
 			}
+		}
+		if idle > 1 {
+			t.Errorf("4 processes, pass %d: %d fetched no page; want at most one (%s)", i+1, idle, pagesOf(p))
 		}
 	}
 	if ok, why := f.Clean(); !ok {

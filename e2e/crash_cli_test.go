@@ -106,7 +106,7 @@ func (k *killer) moment(p *proc) string {
 	before := k.site.requests()
 	burst := before + 1 + k.rng.IntN(12)
 	openAt := openWARC(k.warcDir)
-	at := p.started.Add(time.Duration(k.rng.IntN(600)) * time.Millisecond)
+	at := p.started.Add(time.Duration(k.rng.IntN(300)) * time.Millisecond)
 	for {
 		select {
 		case err := <-p.exited:
@@ -120,7 +120,7 @@ func (k *killer) moment(p *proc) string {
 			return mode
 		case mode == killRotation && openWARC(k.warcDir) != openAt && openWARC(k.warcDir) != "":
 			return mode
-		case mode == killRotation && now.Sub(p.started) > 1500*time.Millisecond:
+		case mode == killRotation && now.Sub(p.started) > 800*time.Millisecond:
 			return killTime // no rotation came: a time kill all the same
 		case mode == killTime && !now.Before(at):
 			return mode
@@ -155,7 +155,7 @@ func TestCrashConsistency(t *testing.T) {
 	bin := buildBinary(t)
 	seed := crashSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 16))
-	site := startCrashSite(t, 5, 40, 2, 40, int64(seed%1000))
+	site := startCrashSite(t, 5, 100, 2, 40, int64(seed%1000))
 	dir := t.TempDir()
 	db, warcDir := filepath.Join(dir, "crawl.db"), filepath.Join(dir, "warc")
 	k := &killer{t: t, bin: bin, site: site, warcDir: warcDir, db: db, rng: rng, modes: map[string]int{}}
