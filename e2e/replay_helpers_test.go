@@ -363,6 +363,14 @@ func replayPage(t testing.TB, browser context.Context, s *replayServer, archive,
 	t.Helper()
 	u := s.URL + "/?" + url.Values{"source": {archive}, "url": {target}}.Encode()
 	rep, err := loadPage(t, browser, u, target)
+	if err != nil && strings.Contains(s.requests(), "GET /replay/?") {
+		// The replay frame reached the server: ReplayWeb.page's service
+		// worker, installed on this first visit, did not control it yet
+		// (a race of a loaded machine). A user reloads; so does the test,
+		// once, with the worker now in place.
+		t.Logf("replay %s: the service worker was not in place on the first visit; loading again: %v", target, err)
+		rep, err = loadPage(t, browser, u, target)
+	}
 	if err != nil {
 		t.Fatalf("replay %s from %s: %v\nreplay server requests:\n%s", target, archive, err, s.requests())
 	}
