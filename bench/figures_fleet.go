@@ -10,7 +10,7 @@ import (
 
 // TargetFleetRatio is the fleet's target: the most processes on Redis
 // together reach this share of one process's pages/s on bbolt.
-const TargetFleetRatio = 0.70
+const TargetFleetRatio = 0.80
 
 const fleetMethod = "real `breakwater crawl` processes of this binary over the crawl section's site from its " +
 	"roots, with one seeds file and the crawl section's flags: one process on a new bbolt file (--db), then " +
