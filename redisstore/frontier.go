@@ -139,6 +139,10 @@ const heldScore = int64(1) << 50
 type Frontier struct {
 	s *Store
 	o FrontierOptions
+	// afterArchiveState, set by tests only, runs in a write between the
+	// archive's state and the hosts' scripts; an error ends the write
+	// there, as an outage or a kill would.
+	afterArchiveState func() error
 
 	mu       sync.Mutex
 	hosts    map[string]*ownedHost

@@ -242,9 +242,19 @@ func fenceOf(j job, host string) int64 {
 	return 0
 }
 
-// write stores jobs: first the scripts of every host they touch, then
-// the shard calls that list the hosts given new URLs, then the outcomes
-// and the records kept outside the hosts' scripts.
+// write stores jobs: first the archive's own writes (its state, first
+// captures), then the scripts of every host they touch, then the shard
+// calls that list the hosts given new URLs, then the outcomes and the
+// other records kept outside the hosts' scripts.
+//
+// The archive's state goes first, in a round trip of its own, because
+// the hosts' scripts mark pages done and name where their records are:
+// once a result is stored, the archive state must already account for
+// its records, or a restart (warc.Open cuts the open file back to the
+// stored state) would lose the records of a done page. The other way
+// round is harmless: a kill, an outage or a fenced-out host between the
+// two leaves records that no result names, whose URLs are fetched and
+// archived again. Both writes are idempotent, so a retry repeats them.
 func (f *Frontier) write(jobs []job) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -259,6 +269,7 @@ func (f *Frontier) write(jobs []job) error {
 		}
 		return o
 	}
+	archive := f.s.rdb.Pipeline()
 	extra := f.s.rdb.Pipeline()
 	var resolves []resolveCase
 	for _, j := range jobs {
@@ -308,9 +319,9 @@ func (f *Frontier) write(jobs []job) error {
 			case store.OpResolveCases:
 				resolves = append(resolves, resolveCase{host: op.Key, at: op.At})
 			case store.OpPutArchiveState:
-				extra.Set(ctx, keyOfArchive(f.o.ID), op.Value, 0)
+				archive.Set(ctx, keyOfArchive(f.o.ID), op.Value, 0)
 			case store.OpPutCapture:
-				extra.HSetNX(ctx, keyOfCaptures(op.Key), op.Key, op.Value)
+				archive.HSetNX(ctx, keyOfCaptures(op.Key), op.Key, op.Value)
 			case store.OpPutRunningAt:
 				data, _ := json.Marshal(map[string]any{"at": op.At, "running": true})
 				if len(op.Value) > 0 {
@@ -329,6 +340,17 @@ func (f *Frontier) write(jobs []job) error {
 			o := of(j.host)
 			o.fenceWith(j.token)
 			o.args = append(o.args, "W", hashKey(j.hash), j.placement)
+		}
+	}
+	// 0. the archive's state and first captures, before any result.
+	if archive.Len() > 0 {
+		if _, err := archive.Exec(ctx); err != nil {
+			return fmt.Errorf("archive state: %w", err)
+		}
+	}
+	if f.afterArchiveState != nil {
+		if err := f.afterArchiveState(); err != nil {
+			return err
 		}
 	}
 	// 1. the hosts' own scripts, one per host, in one round trip.
