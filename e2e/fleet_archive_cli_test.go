@@ -144,14 +144,15 @@ func TestFleetArchiveKills(t *testing.T) {
 	kills := 0
 	deadline := time.Now().Add(3 * time.Minute)
 	for kills < want && len(running) > 0 && time.Now().Before(deadline) {
-		// A random moment once pages are answered: a burst of answers
-		// whose results are on their way, or a time.
-		before := answers()
-		wait := time.Duration(100+rng.IntN(700)) * time.Millisecond
-		burst := before + 1 + rng.IntN(10)
-		for start := time.Now(); time.Since(start) < wait && answers() < burst; {
+		// A random moment once pages are answered since the last kill (the
+		// restarted process has claimed its ID and crawls again): right
+		// after a burst of answers whose results are on their way, or a
+		// little later.
+		burst := answers() + 2 + rng.IntN(20)
+		for start := time.Now(); answers() < burst && time.Since(start) < 20*time.Second; {
 			time.Sleep(time.Millisecond)
 		}
+		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
 		for id, p := range running { // a process done by itself is not restarted
 			select {
 			case err := <-p.exited:
