@@ -136,10 +136,11 @@ func TestFleetArchiveKills(t *testing.T) {
 		a := fleetArgs(link.url(), []string{"--host-concurrency", "1", "--delay", "20ms", "--warc", dirs[id]}, seeds...)
 		return append([]string{a[0], "--fleet-id", id, "--user-agent", fleetUA(id)}, a[1:]...)
 	}
-	running := map[string]*proc{}
-	for _, id := range []string{"p1", "p2"} {
-		running[id] = startProc(t, bin, argsOf(id)...)
-	}
+	// p2 joins once p1 crawls: the seeds are stored, so neither can find
+	// the crawl over before it began.
+	running := map[string]*proc{"p1": startProc(t, bin, argsOf("p1")...)}
+	waitFor(t, 30*time.Second, "p1's first answers", func() bool { return answers() > 0 })
+	running["p2"] = startProc(t, bin, argsOf("p2")...)
 	const want = 14
 	kills := 0
 	deadline := time.Now().Add(3 * time.Minute)
