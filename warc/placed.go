@@ -23,7 +23,7 @@ func PageAt(path string, offset int64) (typ, uri string, err error) {
 	}
 	defer r.Close()
 	var requestURI string
-	for i := 0; i < 2; i++ {
+	for i := range 2 {
 		rec, err := r.Next()
 		switch {
 		case errors.Is(err, io.EOF):
@@ -38,8 +38,8 @@ func PageAt(path string, offset int64) (typ, uri string, err error) {
 		t, target := wr.Type(), wr.WarcHeader().Get(gowarc.WarcTargetURI)
 		rec.Close()
 		switch {
-		case t == gowarc.Response || t == gowarc.Revisit:
-			if requestURI != "" && requestURI != target {
+		case i == 1 && (t == gowarc.Response || t == gowarc.Revisit):
+			if requestURI != target {
 				return "", "", fmt.Errorf("%s at offset %d: the request is of %s, its response of %s", filepath.Base(path), offset, requestURI, target)
 			}
 			return t.String(), target, nil
