@@ -303,3 +303,24 @@ func movePlacement(t *testing.T, rs *redistest.Server) func() {
 	t.Fatal("no host with two placements")
 	return nil
 }
+
+// --warc is given once with --db, and must name a directory: anything
+// else is a usage error (exit 2) naming what is wrong.
+func TestFleetArchiveVerifyUsage(t *testing.T) {
+	rs := redistest.Start(t)
+	mustRun(t, cli.ExitOK, "crawl", "--store", rs.URL(), "--fleet-id", "p1", "--allow-private", "--progress", "never",
+		startSite(t, 1, 1).Roots()[0])
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--db", filepath.Join(dir, "c.db"), "--warc", dir, "--warc", dir}, "--warc is given once with --db"},
+		{[]string{"--store", rs.URL(), "--warc", filepath.Join(dir, "missing")}, "not a directory"},
+	} {
+		r := runCLI(t, t.Context(), append([]string{"verify"}, tc.args...)...)
+		if r.code != cli.ExitUsage || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("verify %q: %s; want exit %d saying %q", tc.args, r, cli.ExitUsage, tc.want)
+		}
+	}
+}
