@@ -60,7 +60,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("verify", "verify --db FILE [--warc DIR] [--json]\n       breakwater verify --store URL [--warc DIR]... [--json]", stdout)
 	dbPath := fs.String("db", "", "database file to check (this or --store is required); it is only read")
 	storeURL := fs.String("store", "", "a fleet crawl's store to check instead of --db: redis://HOST:PORT[/DB]; it is only read")
-	warcDirs := fs.StringArray("warc", nil, "also check the crawl's WARC files in this directory: every page done is archived, once; "+
+	warcDirs := fs.StringArray("warc", nil, "also check the crawl's WARC files in the directory `DIR`: every page done is archived, once; "+
 		"with --store, give it once per directory the fleet's processes wrote to (one per machine, say): every done page "+
 		"placed in a file there is checked where the store placed it")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -211,6 +212,11 @@ func TestFleetArchiveKills(t *testing.T) {
 			rep.Pages, rep.ArchivePlaced, rep.ArchivedElsewhere, nHosts*pages)
 	}
 	t.Logf("%d records archived again after a kill (counted, not problems)", rep.ArchiveExtra)
+	text := mustRun(t, cli.ExitOK, "verify", "--store", rs.URL(), "--warc", dirs["p1"], "--warc", dirs["p2"])
+	if want := strconv.FormatInt(rep.Pages, 10) + " done pages found where the store placed them"; !strings.Contains(text.stdout, want) ||
+		!strings.HasSuffix(text.stdout, "ok\n") {
+		t.Errorf("verify's report does not say %q and ok:\n%s", want, text.stdout)
+	}
 	var alone int64
 	for _, id := range []string{"p1", "p2"} {
 		code, one := fleetVerify(t, rs.URL(), dirs[id])
