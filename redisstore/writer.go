@@ -255,6 +255,9 @@ func fenceOf(j job, host string) int64 {
 // round is harmless: a kill, an outage or a fenced-out host between the
 // two leaves records that no result names, whose URLs are fetched and
 // archived again. Both writes are idempotent, so a retry repeats them.
+// A round trip of its own, not the head of the hosts' pipeline: on a
+// Cluster the state's slot and the hosts' are on different nodes, and a
+// pipeline orders nothing across nodes.
 func (f *Frontier) write(jobs []job) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
