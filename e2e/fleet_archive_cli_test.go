@@ -128,8 +128,8 @@ func TestFleetArchiveKills(t *testing.T) {
 	seed := crashSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 28))
 	rs := redistest.Start(t)
-	link := startSlowLink(t, rs.Addr, 3*time.Millisecond)
-	const nHosts, pages = 6, 120
+	link := startSlowLink(t, rs.Addr, 5*time.Millisecond)
+	const nHosts, pages = 6, 80
 	_, seeds, answers := startLinkHosts(t, nHosts, pages, 20*time.Millisecond)
 	dir := t.TempDir()
 	dirs := map[string]string{"p1": filepath.Join(dir, "m1"), "p2": filepath.Join(dir, "m2")}
@@ -140,7 +140,12 @@ func TestFleetArchiveKills(t *testing.T) {
 	// p2 joins once p1 crawls: the seeds are stored, so neither can find
 	// the crawl over before it began.
 	running := map[string]*proc{"p1": startProc(t, bin, argsOf("p1")...)}
-	waitFor(t, 30*time.Second, "p1's first answers", func() bool { return answers() > 0 })
+	for start := time.Now(); answers() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Since(start) > 30*time.Second {
+			running["p1"].cmd.Process.Kill()
+			t.Fatalf("p1 answered nothing in 30s:\n%s", running["p1"].output())
+		}
+	}
 	running["p2"] = startProc(t, bin, argsOf("p2")...)
 	const want = 14
 	kills := 0

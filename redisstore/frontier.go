@@ -153,8 +153,11 @@ type Frontier struct {
 	closed   bool
 	// fleetIdle is set by the last look at the shards when no host of the
 	// fleet had work, held hosts aside; heldHosts counts those.
-	fleetIdle  bool
-	fleetHeld  int
+	fleetIdle bool
+	fleetHeld int
+	// queuedGen counts the writes that queued URLs on hosts: a look at
+	// the fleet that saw it change meanwhile may have missed them.
+	queuedGen  uint64
 	jobs       []job
 	writing    int // jobs the writer has taken and not finished
 	down       bool

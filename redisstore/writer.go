@@ -388,6 +388,11 @@ func (f *Frontier) write(jobs []job) error {
 		}
 	}
 	if len(touched) > 0 {
+		// A look at the fleet made before these URLs were queued is stale.
+		f.mu.Lock()
+		f.queuedGen++
+		f.fleetIdle = false
+		f.mu.Unlock()
 		pipe := f.s.rdb.Pipeline()
 		for shard, hosts := range touched {
 			f.shardCall(ctx, pipe, shard, append([]any{"touch", ""}, hosts...)...)
