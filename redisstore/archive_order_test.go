@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"breakwater/redisstore/redistest"
 	"breakwater/store"
@@ -143,6 +144,41 @@ func TestArchiveStateStoredBeforeResults(t *testing.T) {
 				if err != nil || name != file || n >= c {
 					t.Errorf("placement %q of %s is not accounted for by the stored state (%s up to %d)", p, h, file, c)
 				}
+			}
+		})
+	}
+}
+
+// A look at the fleet that found nothing to do while this process's
+// writer queued URLs on a host does not tell the frontier the fleet is
+// idle: with a slow link to Redis, a process whose seeds were still on
+// their way ended its crawl at once with them queued.
+func TestLookDuringQueueingIsNotIdle(t *testing.T) {
+	for _, queueDuring := range []bool{false, true} {
+		t.Run(map[bool]string{false: "nothing queued", true: "URLs queued during the look"}[queueDuring], func(t *testing.T) {
+			srv := redistest.Start(t)
+			s := ftStore(t, srv.URL())
+			// The frontier's state without its goroutines: the test runs the
+			// look and the write itself.
+			f := &Frontier{s: s, o: ftOptions(s, "p1", 0, 3).withDefaults(), hosts: map[string]*ownedHost{},
+				wake: make(chan struct{}), kickMgr: make(chan struct{}, 1), news: map[int]time.Time{}}
+			if queueDuring {
+				f.duringLook = func() {
+					var b store.Batch
+					b.Add(ftItem("a.test", "/seed"))
+					if err := f.write([]job{{batch: &b}}); err != nil {
+						t.Errorf("queue a seed: %v", err)
+					}
+				}
+			}
+			if err := f.lookAtFleet(context.Background(), 0); err != nil {
+				t.Fatal(err)
+			}
+			f.mu.Lock()
+			idle := f.fleetIdle
+			f.mu.Unlock()
+			if idle == queueDuring {
+				t.Errorf("fleet idle after the look: %v, want %v", idle, !queueDuring)
 			}
 		})
 	}

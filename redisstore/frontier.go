@@ -143,6 +143,9 @@ type Frontier struct {
 	// archive's state and the hosts' scripts; an error ends the write
 	// there, as an outage or a kill would.
 	afterArchiveState func() error
+	// duringLook, set by tests only, runs in a look at the fleet after
+	// its reads, before it tells whether the fleet is idle.
+	duringLook func()
 
 	mu       sync.Mutex
 	hosts    map[string]*ownedHost

@@ -694,6 +694,9 @@ func (f *Frontier) lookAtFleet(ctx context.Context, active int) error {
 			return err
 		}
 	}
+	if f.duringLook != nil {
+		f.duringLook()
+	}
 	f.mu.Lock()
 	if f.queuedGen != gen {
 		idle = false // this process queued URLs while it looked: look again
