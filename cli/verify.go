@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"breakwater/backend"
 	"breakwater/crawl"
@@ -40,6 +42,13 @@ type VerifyReport struct {
 	Cases       int   `json:"cases"`
 	// ArchivedURLs counts the URLs with a response or revisit record.
 	ArchivedURLs int `json:"archived_urls,omitempty"`
+	// With --store and --warc: the pages found where the store placed
+	// them, those placed in files not in the directories given (another
+	// machine's), and the response or revisit records no result names
+	// (pages fetched again after a kill or a lost host: harmless).
+	ArchivePlaced     int64 `json:"archive_placed,omitempty"`
+	ArchivedElsewhere int64 `json:"archived_elsewhere,omitempty"`
+	ArchiveExtra      int64 `json:"archive_extra,omitempty"`
 	// PagesDamaged says the file's pages are damaged: the problems say
 	// how, and no record (nor the archive) was checked.
 	PagesDamaged bool `json:"pages_damaged,omitempty"`
@@ -48,10 +57,12 @@ type VerifyReport struct {
 }
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("verify", "verify --db FILE [--warc DIR] [--json]", stdout)
+	fs := newFlagSet("verify", "verify --db FILE [--warc DIR] [--json]\n       breakwater verify --store URL [--warc DIR]... [--json]", stdout)
 	dbPath := fs.String("db", "", "database file to check (this or --store is required); it is only read")
 	storeURL := fs.String("store", "", "a fleet crawl's store to check instead of --db: redis://HOST:PORT[/DB]; it is only read")
-	warcDir := fs.String("warc", "", "also check the crawl's WARC files in this directory: every page done is archived, once")
+	warcDirs := fs.StringArray("warc", nil, "also check the crawl's WARC files in the directory `DIR`: every page done is archived, once; "+
+		"with --store, give it once per directory the fleet's processes wrote to (one per machine, say): every done page "+
+		"placed in a file there is checked where the store placed it")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	maxProblems := fs.Int("max-problems", verify.DefaultMaxProblems, "problems listed; the rest are counted")
 	if err := parseFlags(fs, args); err != nil {
@@ -64,8 +75,8 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usagef("--max-problems must be at least 1, got %d", *maxProblems)
 	case *storeURL != "" && *dbPath != "":
 		return usagef("verify: give --db or --store, not both")
-	case *storeURL != "" && *warcDir != "":
-		return usagef("verify: --warc checks a file's archive; with --store, each process's WARC files are checked with warc-check")
+	case *storeURL == "" && len(*warcDirs) > 1:
+		return usagef("verify: --warc is given once with --db: a file's crawl writes one directory")
 	case *storeURL == "" && *dbPath == "":
 		return usagef("verify: --db FILE or --store URL is required")
 	}
@@ -92,16 +103,19 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer src.Close()
-	out := VerifyReport{DB: src.Path(), WARC: *warcDir}
+	out := VerifyReport{DB: src.Path(), WARC: strings.Join(*warcDirs, ", ")}
 	opts := verify.Options{MaxProblems: *maxProblems}
 	var archiveProblems []string
-	if *warcDir != "" {
-		archiveProblems, err = readArchive(src, *warcDir, &opts)
-		if err != nil {
-			return err
-		}
-		out.ArchivedURLs = len(opts.Archive)
+	switch {
+	case len(*warcDirs) > 0 && *storeURL != "":
+		archiveProblems, err = readFleetArchive(*warcDirs, &opts)
+	case len(*warcDirs) > 0:
+		archiveProblems, err = readArchive(src, (*warcDirs)[0], &opts)
 	}
+	if err != nil {
+		return err
+	}
+	out.ArchivedURLs = len(opts.Archive)
 	rep, err := src.Verify(ctx, opts)
 	if err != nil {
 		return err
@@ -122,6 +136,7 @@ func reportVerify(out VerifyReport, rep *verify.Report, asJSON bool, stdout io.W
 	out.Transitions, out.Cases = rep.Transitions, rep.Cases
 	out.PagesDamaged = rep.PagesDamaged
 	out.NotChecked = rep.NotChecked
+	out.ArchivePlaced, out.ArchivedElsewhere, out.ArchiveExtra = rep.ArchivePlaced, rep.ArchivedElsewhere, rep.ArchiveExtra
 	if out.Problems == nil {
 		out.Problems = []string{}
 	}
@@ -155,6 +170,11 @@ func printVerify(w io.Writer, r VerifyReport) {
 	}
 	if r.WARC != "" {
 		fmt.Fprintf(w, "%s: %d URLs archived\n", r.WARC, r.ArchivedURLs)
+	}
+	if r.ArchivePlaced+r.ArchivedElsewhere+r.ArchiveExtra > 0 {
+		fmt.Fprintf(w, "%d done pages found where the store placed them; %d placed in files not in these directories (not checked); "+
+			"%d records no result names (pages fetched again after a kill or a lost host: harmless)\n",
+			r.ArchivePlaced, r.ArchivedElsewhere, r.ArchiveExtra)
 	}
 	for _, c := range r.NotChecked {
 		fmt.Fprintf(w, "not checked on this store: %s\n", c)
@@ -213,6 +233,82 @@ func readArchive(db backend.ReadOnly, dir string, opts *verify.Options) ([]strin
 		}
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
+	}
+	return problems, nil
+}
+
+// readFleetArchive reads the WARC files of a fleet's processes in dirs
+// into opts and returns what is wrong with the archive itself, as
+// readArchive does for a file's. Each done page is then checked where
+// the store placed it (opts.Placed): its file is in one of dirs, and its
+// request and response (or revisit) records start at its offset.
+func readFleetArchive(dirs []string, opts *verify.Options) ([]string, error) {
+	opts.Archive, opts.ArchiveRedirects = map[string]int{}, map[string][]string{}
+	files := map[string]string{} // a finished file's name -> its path (.open while unfinished)
+	var problems []string
+	for _, dir := range dirs {
+		info, err := os.Stat(dir)
+		if err != nil || !info.IsDir() {
+			return nil, usagef("--warc %s: not a directory", dir)
+		}
+		rep, err := warc.Check(dir)
+		if err != nil {
+			return nil, fmt.Errorf("verify --warc %s: %w", dir, err)
+		}
+		for u, n := range rep.Responses {
+			opts.Archive[u] += n
+		}
+		for u, to := range rep.Redirects {
+			opts.ArchiveRedirects[u] = append(opts.ArchiveRedirects[u], to...)
+		}
+		for _, p := range rep.Problems {
+			problems = append(problems, fmt.Sprintf("archive %s: %s", dir, p))
+		}
+		for _, name := range rep.Unfinished {
+			problems = append(problems, fmt.Sprintf("archive %s: %s is unfinished (a process crashed writing it, or is "+
+				"still running): start the process again with its --fleet-id to finish it", dir, name))
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("verify --warc %s: %w", dir, err)
+		}
+		for _, de := range entries {
+			name := strings.TrimSuffix(de.Name(), ".open")
+			if de.IsDir() || !(strings.HasSuffix(name, ".warc.gz") || strings.HasSuffix(name, ".warc")) {
+				continue
+			}
+			if other, dup := files[name]; dup {
+				problems = append(problems, fmt.Sprintf("archive: %s is in both %s and %s: give each directory once",
+					name, filepath.Dir(other), dir))
+				continue
+			}
+			files[name] = filepath.Join(dir, de.Name())
+		}
+		if rep.Files == 0 && len(rep.Unfinished) == 0 {
+			problems = append(problems, fmt.Sprintf("archive: %s holds no WARC files", dir))
+		}
+	}
+	opts.Placed = func(url, placement string) (bool, error) {
+		i := strings.LastIndexByte(placement, ' ')
+		if i < 0 {
+			return true, fmt.Errorf("the placement %q is not FILE OFFSET", placement)
+		}
+		path, ok := files[placement[:i]]
+		if !ok {
+			return false, nil
+		}
+		offset, err := strconv.ParseInt(placement[i+1:], 10, 64)
+		if err != nil || offset < 0 {
+			return true, fmt.Errorf("the placement %q has no offset", placement)
+		}
+		typ, uri, err := warc.PageAt(path, offset)
+		switch {
+		case err != nil:
+			return true, err
+		case uri != url:
+			return true, fmt.Errorf("the %s record there is of %s", typ, uri)
+		}
+		return true, nil
 	}
 	return problems, nil
 }

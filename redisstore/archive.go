@@ -15,7 +15,9 @@ import (
 // for under its fleet ID. A process started again with the same --fleet-id
 // finishes the file its predecessor left open. Captures, for
 // --warc-dedupe, are the fleet's: a payload archived by any process is
-// revisited by the others.
+// revisited by the others. The writer stores a batch's state before the
+// batch's results (see Frontier.write): every done page's placement is
+// within what the state accounts for.
 type ArchiveStore struct {
 	s  *Store
 	id string

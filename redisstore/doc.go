@@ -37,4 +37,11 @@
 // leased under and are refused once it is no longer the host's. The
 // queue and breaker scripts are passed the time by the caller (Unix
 // milliseconds).
+//
+// With an archive, a batch's archive state (how far its process's open
+// WARC file is accounted for) and first captures are stored before the
+// hosts' scripts store its results and their placements, in a round trip
+// of their own: a stored result's records are always accounted for, so
+// the cut a restart makes (warc.Open) keeps them. A write stopped between
+// the two leaves records no result names, which are archived again.
 package redisstore

@@ -139,6 +139,13 @@ const heldScore = int64(1) << 50
 type Frontier struct {
 	s *Store
 	o FrontierOptions
+	// afterArchiveState, set by tests only, runs in a write between the
+	// archive's state and the hosts' scripts; an error ends the write
+	// there, as an outage or a kill would.
+	afterArchiveState func() error
+	// duringLook, set by tests only, runs in a look at the fleet after
+	// its reads, before it tells whether the fleet is idle.
+	duringLook func()
 
 	mu       sync.Mutex
 	hosts    map[string]*ownedHost
@@ -149,8 +156,11 @@ type Frontier struct {
 	closed   bool
 	// fleetIdle is set by the last look at the shards when no host of the
 	// fleet had work, held hosts aside; heldHosts counts those.
-	fleetIdle  bool
-	fleetHeld  int
+	fleetIdle bool
+	fleetHeld int
+	// queuedGen counts the writes that queued URLs on hosts: a look at
+	// the fleet that saw it change meanwhile may have missed them.
+	queuedGen  uint64
 	jobs       []job
 	writing    int // jobs the writer has taken and not finished
 	down       bool

@@ -677,6 +677,9 @@ func (f *Frontier) lookAtFleet(ctx context.Context, active int) error {
 		f.mu.Unlock()
 		return nil
 	}
+	f.mu.Lock()
+	gen := f.queuedGen
+	f.mu.Unlock()
 	idle, held := active == 0, int64(0)
 	if idle {
 		relisted, err := f.s.relist(ctx, f.o.Now())
@@ -691,7 +694,13 @@ func (f *Frontier) lookAtFleet(ctx context.Context, active int) error {
 			return err
 		}
 	}
+	if f.duringLook != nil {
+		f.duringLook()
+	}
 	f.mu.Lock()
+	if f.queuedGen != gen {
+		idle = false // this process queued URLs while it looked: look again
+	}
 	f.fleetIdle, f.fleetHeld = idle, int(held)
 	f.broadcastLocked()
 	f.mu.Unlock()

@@ -21,7 +21,8 @@ import (
 // the store's own layout: every queued or deferred URL has its entry, the
 // entries are those URLs' and each record is filed under its own URL's
 // hash; every host with URLs left is listed in its shard's ready set, so
-// some process will take it, and every lease names a listed host. Run it
+// some process will take it, and every lease names a listed host. Each
+// done page carries its placement in the archive, for opts.Placed. Run it
 // on a store no process is writing, or expect counters caught between two
 // scripts.
 func (s *Store) Verify(ctx context.Context, opts verify.Options) (*verify.Report, error) {
@@ -95,6 +96,7 @@ func (v *verifySource) host(name string) (*verify.Host, error) {
 	items := pipe.HGetAll(ctx, k.items)
 	seen := pipe.SMembers(ctx, k.seen)
 	results := pipe.HGetAll(ctx, k.results)
+	placements := pipe.HGetAll(ctx, k.warc)
 	counts := pipe.HGetAll(ctx, k.counts)
 	cases := pipe.LRange(ctx, k.cases, 0, -1)
 	robotsRules := pipe.Get(ctx, k.robots)
@@ -153,7 +155,7 @@ func (v *verifySource) host(name string) (*verify.Host, error) {
 		if hashKey(hash) != m {
 			rep.Addf("host %s: result of %s is filed under another hash (%s)", name, r.URL, m)
 		}
-		h.Results = append(h.Results, verify.Done{Hash: hash, Result: r})
+		h.Results = append(h.Results, verify.Done{Hash: hash, Result: r, Placement: placements.Val()[m]})
 	}
 	slices.SortFunc(h.Results, func(a, b verify.Done) int { return bytes.Compare(a.Hash[:], b.Hash[:]) })
 	if c := counts.Val(); len(c) > 0 {

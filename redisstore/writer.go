@@ -242,9 +242,22 @@ func fenceOf(j job, host string) int64 {
 	return 0
 }
 
-// write stores jobs: first the scripts of every host they touch, then
-// the shard calls that list the hosts given new URLs, then the outcomes
-// and the records kept outside the hosts' scripts.
+// write stores jobs: first the archive's own writes (its state, first
+// captures), then the scripts of every host they touch, then the shard
+// calls that list the hosts given new URLs, then the outcomes and the
+// other records kept outside the hosts' scripts.
+//
+// The archive's state goes first, in a round trip of its own, because
+// the hosts' scripts mark pages done and name where their records are:
+// once a result is stored, the archive state must already account for
+// its records, or a restart (warc.Open cuts the open file back to the
+// stored state) would lose the records of a done page. The other way
+// round is harmless: a kill, an outage or a fenced-out host between the
+// two leaves records that no result names, whose URLs are fetched and
+// archived again. Both writes are idempotent, so a retry repeats them.
+// A round trip of its own, not the head of the hosts' pipeline: on a
+// Cluster the state's slot and the hosts' are on different nodes, and a
+// pipeline orders nothing across nodes.
 func (f *Frontier) write(jobs []job) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -259,6 +272,7 @@ func (f *Frontier) write(jobs []job) error {
 		}
 		return o
 	}
+	archive := f.s.rdb.Pipeline()
 	extra := f.s.rdb.Pipeline()
 	var resolves []resolveCase
 	for _, j := range jobs {
@@ -308,9 +322,9 @@ func (f *Frontier) write(jobs []job) error {
 			case store.OpResolveCases:
 				resolves = append(resolves, resolveCase{host: op.Key, at: op.At})
 			case store.OpPutArchiveState:
-				extra.Set(ctx, keyOfArchive(f.o.ID), op.Value, 0)
+				archive.Set(ctx, keyOfArchive(f.o.ID), op.Value, 0)
 			case store.OpPutCapture:
-				extra.HSetNX(ctx, keyOfCaptures(op.Key), op.Key, op.Value)
+				archive.HSetNX(ctx, keyOfCaptures(op.Key), op.Key, op.Value)
 			case store.OpPutRunningAt:
 				data, _ := json.Marshal(map[string]any{"at": op.At, "running": true})
 				if len(op.Value) > 0 {
@@ -329,6 +343,17 @@ func (f *Frontier) write(jobs []job) error {
 			o := of(j.host)
 			o.fenceWith(j.token)
 			o.args = append(o.args, "W", hashKey(j.hash), j.placement)
+		}
+	}
+	// 0. the archive's state and first captures, before any result.
+	if archive.Len() > 0 {
+		if _, err := archive.Exec(ctx); err != nil {
+			return fmt.Errorf("archive state: %w", err)
+		}
+	}
+	if f.afterArchiveState != nil {
+		if err := f.afterArchiveState(); err != nil {
+			return err
 		}
 	}
 	// 1. the hosts' own scripts, one per host, in one round trip.
@@ -363,6 +388,11 @@ func (f *Frontier) write(jobs []job) error {
 		}
 	}
 	if len(touched) > 0 {
+		// A look at the fleet made before these URLs were queued is stale.
+		f.mu.Lock()
+		f.queuedGen++
+		f.fleetIdle = false
+		f.mu.Unlock()
 		pipe := f.s.rdb.Pipeline()
 		for shard, hosts := range touched {
 			f.shardCall(ctx, pipe, shard, append([]any{"touch", ""}, hosts...)...)

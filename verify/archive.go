@@ -51,14 +51,44 @@ func robotsHops(archive map[string]int, redirects map[string][]string) map[strin
 }
 
 // checkArchived checks one result against the archive: a page done is
-// archived, once unless it may repeat.
-func (v *checker) checkArchived(name string, r *store.Result) {
+// archived, once unless it may repeat; with Options.Placed, where the
+// store placed it.
+func (v *checker) checkArchived(name string, d *Done) {
+	r := &d.Result
+	if v.opts.Placed != nil {
+		v.checkPlaced(name, d)
+		return
+	}
 	n, hops := v.opts.Archive[r.URL], v.robotsHops[r.URL]
 	switch {
 	case !r.Failed() && r.Status != 0 && n == 0:
 		v.rep.Addf("page %s (%s, status %d) is done but not in the archive", r.URL, name, r.Status)
 	case n-hops > 1 && !v.opts.ArchiveRepeats && !isRobots(r.URL) && r.Status != 304:
 		v.rep.Addf("%s is in %d response or revisit records%s, want 1", r.URL, n, hopsOf(hops))
+	}
+}
+
+// checkPlaced checks that a page done is in the archive where the store
+// placed it.
+func (v *checker) checkPlaced(name string, d *Done) {
+	r := &d.Result
+	if r.Failed() || r.Status == 0 {
+		return // no records
+	}
+	if d.Placement == "" {
+		v.rep.Addf("page %s (%s, status %d) is done but the store names no place in the archive for it", r.URL, name, r.Status)
+		return
+	}
+	checked, problem := v.opts.Placed(r.URL, d.Placement)
+	switch {
+	case !checked:
+		v.rep.ArchivedElsewhere++
+	case problem != nil:
+		v.rep.Addf("page %s (%s, status %d) is done but not in the archive where the store placed it (%s): %v",
+			r.URL, name, r.Status, d.Placement, problem)
+	default:
+		v.rep.ArchivePlaced++
+		v.placedHere[r.URL]++
 	}
 }
 
@@ -75,6 +105,16 @@ func hopsOf(hops int) string {
 // revisits refer to, is in the archive.
 func (v *checker) checkArchive() {
 	if v.opts.Archive == nil {
+		return
+	}
+	if v.opts.Placed != nil {
+		// Records no result names: pages fetched again after a kill, or
+		// after a lease was lost, archived each time.
+		for u, n := range v.opts.Archive {
+			if extra := n - v.placedHere[u] - v.robotsHops[u]; !isRobots(u) && extra > 0 {
+				v.rep.ArchiveExtra += int64(extra)
+			}
+		}
 		return
 	}
 	for _, u := range slices.Sorted(maps.Keys(v.opts.Archive)) {

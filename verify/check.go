@@ -39,6 +39,7 @@ func Run(rep *Report, src Source, opts Options) error {
 	if opts.Archive != nil {
 		v.done = map[string]bool{}
 		v.robotsHops = robotsHops(opts.Archive, opts.ArchiveRedirects)
+		v.placedHere = map[string]int{}
 	}
 	if err := src.Hosts(func(h *Host) error { v.checkHost(h); return nil }); err != nil {
 		return err
@@ -58,6 +59,7 @@ type checker struct {
 	requeued   int64           // URLs waiting to replace their result
 	done       map[string]bool // URLs with a result, for the archive check
 	robotsHops map[string]int  // records of each URL that are hops of a robots.txt redirect
+	placedHere map[string]int  // with Options.Placed: records found where the store placed them, by URL
 }
 
 func (v *checker) has(p Parts) bool { return v.crawl.Parts&p != 0 }
@@ -153,7 +155,7 @@ func (v *checker) checkHost(h *Host) {
 		}
 		if v.done != nil {
 			v.done[r.URL] = true
-			v.checkArchived(name, r)
+			v.checkArchived(name, d)
 		}
 	}
 	requeued := v.requeued

@@ -22,6 +22,16 @@ type Options struct {
 	// answer. Without it only robots.txt, fetched again by every run, and
 	// a page answered 304 (a refresh, so fetched before) may repeat.
 	ArchiveRepeats bool
+	// Placed, if set, checks the archive by where the store says each
+	// done page's records are (Done.Placement, "FILE OFFSET"), for a store
+	// that keeps its archive state before its results (a fleet's): it
+	// says whether FILE is among the files read (checked) and, if it is,
+	// what is wrong with the records at OFFSET (problem). Such a store may
+	// leave records no result names, of pages fetched again after a kill
+	// or a lost lease: with Placed those are counted (Report.ArchiveExtra),
+	// not problems, and so are the pages placed in files not read
+	// (Report.ArchivedElsewhere).
+	Placed func(url, placement string) (checked bool, problem error)
 	// MaxProblems caps the problems kept; the rest are only counted.
 	// Zero means DefaultMaxProblems.
 	MaxProblems int
@@ -41,6 +51,10 @@ type Report struct {
 	Pages, Failed                  int64
 	Hosts, Breakers, Transitions   int
 	Cases                          int
+	// With Options.Placed: the pages found where the store placed them,
+	// those placed in files that were not read, and the response or
+	// revisit records of the files read that no result names.
+	ArchivePlaced, ArchivedElsewhere, ArchiveExtra int64
 	// PagesDamaged says a walk of the file's pages found them damaged:
 	// the problems name what, and no record was read.
 	PagesDamaged bool

@@ -88,6 +88,9 @@ type Done struct {
 	// Refreshing says the result is flagged to be fetched again, by the
 	// one waiting URL that replaces it.
 	Refreshing bool
+	// Placement is where the page's records are in the archive, "FILE
+	// OFFSET", where the store keeps it (see Options.Placed).
+	Placement string
 }
 
 // Transition is one logged breaker transition and its place in the log.
