@@ -123,7 +123,10 @@ func (v *verifySource) host(name string) (*verify.Host, error) {
 			case !ok:
 				rep.Addf("host %s: %s URL %s has no entry in %s", name, place, m, k.items)
 			default:
-				got, err := store.DecodeItem(name, 0, []byte(entry))
+				if entry == refreshEntry {
+					entry += results.Val()[m] // a staged page: its Item is its stored result's
+				}
+				got, err := decodeEntry(name, 0, entry)
 				switch {
 				case err != nil:
 					rep.Addf("host %s: entry of %s: %v", name, m, err)
