@@ -97,7 +97,7 @@ func (q loggedQueue) Submit(fn func(*store.Batch)) error {
 }
 
 // unsharedOps are the operations a store with shared breakers and no
-// refresh lanes (a fleet's) does not apply: the engine must not build
+// refresh lanes does not apply: the engine must not build
 // them for it.
 var unsharedOps = []store.OpKind{store.OpPutBreaker, store.OpDeleteBreaker, store.OpAppendTransition,
 	store.OpPromote, store.OpQueueRefreshes, store.OpPutLinks}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"breakwater/redisstore/redistest"
 	"breakwater/store"
 	"breakwater/verify"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Refreshes on a fleet (refresh.go) against a real redis-server: pages
@@ -307,5 +310,41 @@ func TestRefreshesAfterNewURLs(t *testing.T) {
 	}
 	if q[0].Replaces != 0 || q[1].Replaces != 0 {
 		t.Errorf("new URLs given Replaces: %+v", q[:2])
+	}
+}
+
+// verify --store finds an index that lost track of the pages: a member
+// that is no stored page, a page under another time, a host no shard lists
+// in time.
+func TestVerifyRefreshIndex(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		spoil      func(s *Store, it store.Item)
+	}{
+		{"a member of no page", "which is not a stored page", func(s *Store, it store.Item) {
+			s.rdb.ZAdd(context.Background(), keysOf(it.Host).fetched, redis.Z{Score: 1, Member: hashKey(store.HashOf("http://x/"))})
+		}},
+		{"a page under another time", "its page was fetched at", func(s *Store, it store.Item) {
+			s.rdb.ZAdd(context.Background(), keysOf(it.Host).fetched, redis.Z{Score: 5, Member: hashKey(it.Hash)})
+		}},
+		{"a host listed too late", "no refresh pass would find it", func(s *Store, it store.Item) {
+			s.rdb.ZRem(context.Background(), keysOfShard(shardOf(it.Host)).stale, it.Host)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, items := rfSite(t, 1, 2)
+			rep, err := s.Verify(context.Background(), verify.Options{})
+			if err != nil || !rep.OK() {
+				t.Fatalf("verify before: %v %v", err, rep.Problems)
+			}
+			tc.spoil(s, items[0])
+			rep, err = s.Verify(context.Background(), verify.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(strings.Join(rep.Problems, "\n"), tc.want) {
+				t.Errorf("verify: %v, want a problem saying %q", rep.Problems, tc.want)
+			}
+		})
 	}
 }
