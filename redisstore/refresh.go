@@ -219,14 +219,9 @@ func decodeEntry(host string, seq uint64, entry string) (store.Item, error) {
 // replacesOf is the Replaces of a refresh of a page fetched at t.
 func replacesOf(t time.Time) uint64 { return uint64(max(t.UnixMilli(), 1)) }
 
-// indexTime is the score a page fetched at t takes in its host's index.
+// indexTime is the score of a stored page in its host's index, its fetch
+// time; false for a failure, which is not indexed.
 func indexTime(rec []byte) (int64, bool) {
-	if len(rec) == 0 || rec[0] != store.RecordPage {
-		return 0, false
-	}
-	_, r, err := store.DecodeResult(rec)
-	if err != nil {
-		return 0, false
-	}
-	return r.FetchedAt.UnixMilli(), true
+	at, ok := store.PageFetchedAt(rec)
+	return at.UnixMilli(), ok
 }
