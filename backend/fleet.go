@@ -13,9 +13,10 @@ import (
 )
 
 // fleetCapabilities: every process of a fleet crawls the store at once and
-// shares the hosts' breakers through it; it keeps no refresh lanes, no
-// per-host page counts, no link graph and no way to queue failures again yet.
-var fleetCapabilities = store.Capabilities{Name: "--store redis://", SharedBreakers: true, SharedScope: true}
+// shares the hosts' breakers through it; it refreshes pages (its index of
+// fetch times, redisstore/refresh.go), and keeps no per-host page counts,
+// no link graph and no way to queue failures again yet.
+var fleetCapabilities = store.Capabilities{Name: "--store redis://", SharedBreakers: true, SharedScope: true, Refresh: true}
 
 // fleet is a fleet's store on Redis.
 type fleet struct {
@@ -77,10 +78,6 @@ func (f *fleet) ClaimProcess(cfg frontier.Config) error {
 // after the process.
 func (f *fleet) Archive(process string) (warc.Store, string) { return f.ArchiveStore(process), process }
 
-// Replaced finds nothing: no URL of a fleet's store replaces a result (it
-// neither refreshes pages nor queues failures again).
-func (f *fleet) Replaced(store.Item) (*store.Result, error) { return nil, store.ErrNotFound }
-
 // Commit is not for a fleet's store: every write goes through a process's
 // frontier.
 func (f *fleet) Commit(*store.Batch) (*store.Committed, error) {
@@ -97,10 +94,6 @@ func (f *fleet) RequeueFailed() (int, error) {
 
 func (f *fleet) RequeueFailedWhere(func(*store.Result) bool) (int, error) {
 	return 0, store.Unsupported(f.Path(), "failures queued again")
-}
-
-func (f *fleet) StageRefreshes(uint64, time.Time, int) (store.RefreshScan, error) {
-	return store.RefreshScan{}, store.Unsupported(f.Path(), "refreshes")
 }
 
 // ForEachEdge, Inlinks and ForEachPageLinks are refused: the fleet's store keeps no link

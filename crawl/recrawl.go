@@ -5,7 +5,9 @@ package crawl
 // which is the order pages were fetched, and stages the pages fetched
 // longer ago than RecrawlAfter for a refresh: storage keeps them in their
 // host's refresh lane and tops a host's queue up from it only when the
-// queue holds none of the host's new URLs (see storage/recrawl.go). A
+// queue holds none of the host's new URLs (see storage/recrawl.go; a
+// fleet's store walks its index of pages by fetch time instead, and queues
+// refreshes behind the host's new URLs: redisstore/refresh.go). A
 // refresh is then an ordinary lease down the request path, robots.txt,
 // breaker and politeness included; it differs in two places only. Its
 // request is conditional on the stored page's validators (pageRequest;

@@ -1,7 +1,8 @@
 -- apply.lua: one batch of frontier operations on one host, atomically.
 -- KEYS: 1 queue (zset hash->seq), 2 deferred (zset hash->due ms),
 --       3 items (hash hash->entry), 4 seen (set), 5 results (hash), 6 counts (hash),
---       7 warc (hash hash->"FILE OFFSET"), 8 lease (lease.lua's hash)
+--       7 warc (hash hash->"FILE OFFSET"), 8 lease (lease.lua's hash),
+--       9 fetched (zset hash->fetch ms of each stored page; refresh.lua)
 -- ARGV: a flat list of operations, each a code and its fields:
 --   F token                    fence the operations after it that settle
 --                              the host's URLs (C, D, P, W): they are
@@ -14,6 +15,9 @@
 --   D hash entry due           defer: move from the queue to the deferred set
 --   P now limit                promote up to limit deferred URLs due by now
 --   W hash placement           where a completed URL's WARC records are
+--   T hash fetched             the page a C of this batch stored was fetched
+--                              at fetched (ms): indexed for refreshes (a
+--                              failure stored by a C leaves the index)
 -- A/R queue URLs whoever sends them: a process that lost the host still
 -- found its links.
 -- Returns {added, completed, deferred, promoted, refused, the host's
@@ -23,6 +27,7 @@ local added, completed, deferred, promoted, refused = 0, 0, 0, 0, 0
 local current = nil
 if KEYS[8] then current = redis.call('HGET', KEYS[8], 'token') end
 local fenced = true -- whether the settling operations may be applied
+local stored = {} -- hashes whose result a C of this batch stored
 
 -- The counters change in memory and are written once at the end: one
 -- HINCRBY per counter a batch moves, not one per URL.
@@ -94,6 +99,8 @@ while i <= #ARGV do
       local prev = redis.call('HGET', r, h)
       if prev then uncount(prev) end
       redis.call('HSET', r, h, rec)
+      if KEYS[9] then redis.call('ZREM', KEYS[9], h) end
+      stored[h] = true
       count('s:' .. status, 1)
       if class == '' then
         count('fetched', 1)
@@ -122,6 +129,9 @@ while i <= #ARGV do
       enqueue(h, nil)
       promoted = promoted + 1
     end
+    i = i + 3
+  elseif op == 'T' then
+    if stored[ARGV[i + 1]] and KEYS[9] then redis.call('ZADD', KEYS[9], ARGV[i + 2], ARGV[i + 1]) end
     i = i + 3
   elseif op == 'W' then
     redis.call('HSET', w, ARGV[i + 1], ARGV[i + 2])

@@ -618,7 +618,7 @@ func (f *Frontier) Submit(fn func(*store.Batch)) error {
 func supportsOp(kind store.OpKind) bool {
 	switch kind {
 	case store.OpAdd, store.OpRequeue, store.OpComplete, store.OpDefer, store.OpPutRobots, store.OpAppendCase,
-		store.OpResolveCases, store.OpPutArchiveState, store.OpPutCapture, store.OpPutRunningAt:
+		store.OpResolveCases, store.OpPutArchiveState, store.OpPutCapture, store.OpPutRunningAt, store.OpQueueRefreshes:
 		return true
 	}
 	return false

@@ -19,6 +19,8 @@ import (
 //	bw:{H}:u                  hash: URL hash -> encoded store.Item (queued or deferred)
 //	bw:{H}:seen               set: URL hashes ever queued for the host
 //	bw:{H}:r                  hash: URL hash -> encoded store.Result
+//	bw:{H}:f                  zset: URL hash of a stored page -> its fetch time
+//	                          (Unix ms), for refreshes; see refresh.lua
 //	bw:{H}:w                  hash: URL hash -> "FILE OFFSET": where its WARC records are
 //	bw:{H}:c                  hash: counters (seq queued deferred done failed pages)
 //	bw:{H}:b                  hash: the circuit breaker (see breakerFields)
@@ -33,6 +35,8 @@ import (
 //	bw:{sN}:owner             hash: host -> id of the process holding it
 //	bw:{sN}:touch             hash: host -> count of adds, for the release race (see release)
 //	bw:{sN}:hosts             set: every host of the shard ever queued
+//	bw:{sN}:stale             zset: host -> at most its oldest page's fetch time
+//	                          (Unix ms): where a refresh pass looks; see refresh.lua
 //	bw:{cN}:captures          hash: payload digest -> its first capture (--warc-dedupe)
 //	bw:{meta}:warc:ID         string: process ID's archive state (JSON)
 const (
@@ -51,26 +55,26 @@ const (
 
 // hostKeys are the keys of one host.
 type hostKeys struct {
-	queue, deferred, items, seen, results, warc, counts, breaker, probe, transitions, cases, robots, lease string
+	queue, deferred, items, seen, results, warc, counts, breaker, probe, transitions, cases, robots, lease, fetched string
 }
 
 func keysOf(host string) hostKeys {
 	p := "bw:{" + host + "}:"
 	return hostKeys{queue: p + "q", deferred: p + "d", items: p + "u", seen: p + "seen", results: p + "r", warc: p + "w",
 		counts: p + "c", breaker: p + "b", probe: p + "probe", transitions: p + "t", cases: p + "cases",
-		robots: p + "robots", lease: p + "lease"}
+		robots: p + "robots", lease: p + "lease", fetched: p + "f"}
 }
 
 // shardKeys are the keys of one shard of the cross-host structures.
 type shardKeys struct {
-	ready, owner, touch, hosts string
+	ready, owner, touch, hosts, stale string
 }
 
 func shardOf(host string) int { return int(crc32.ChecksumIEEE([]byte(host)) % Shards) }
 
 func keysOfShard(n int) shardKeys {
 	p := "bw:{s" + strconv.Itoa(n) + "}:"
-	return shardKeys{ready: p + "ready", owner: p + "owner", touch: p + "touch", hosts: p + "hosts"}
+	return shardKeys{ready: p + "ready", owner: p + "owner", touch: p + "touch", hosts: p + "hosts", stale: p + "stale"}
 }
 
 func keyOfCaptures(digest string) string {

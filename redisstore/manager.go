@@ -798,13 +798,13 @@ func (s *Store) eachHost(ctx context.Context, fn func(hosts []string, shard int)
 // loadCmd queues a host's load script on pipe.
 func (s *Store) loadCmd(ctx context.Context, pipe redis.Pipeliner, host string, now time.Time, limit, promote int) *redis.Cmd {
 	k := keysOf(host)
-	return loadScript.EvalSha(ctx, pipe, []string{k.queue, k.deferred, k.items, k.counts}, now.UnixMilli(), limit, promote)
+	return loadScript.EvalSha(ctx, pipe, []string{k.queue, k.deferred, k.items, k.counts, k.results}, now.UnixMilli(), limit, promote)
 }
 
 // load reads a host's first limit queued URLs at once.
 func (s *Store) load(ctx context.Context, host string, now time.Time, limit, promote int) ([]store.Item, int64, int64, error) {
 	k := keysOf(host)
-	c := loadScript.Run(ctx, s.rdb, []string{k.queue, k.deferred, k.items, k.counts}, now.UnixMilli(), limit, promote)
+	c := loadScript.Run(ctx, s.rdb, []string{k.queue, k.deferred, k.items, k.counts, k.results}, now.UnixMilli(), limit, promote)
 	return parseLoad(host, c)
 }
 
@@ -822,7 +822,7 @@ func parseLoad(host string, c *redis.Cmd) (items []store.Item, queued, nextDue i
 		hs, _ := vals[i].(string)
 		seq, _ := vals[i+1].(int64)
 		entry, _ := vals[i+2].(string)
-		it, err := store.DecodeItem(host, uint64(seq), []byte(entry))
+		it, err := decodeEntry(host, uint64(seq), entry)
 		if err != nil {
 			return nil, 0, 0, err
 		}
@@ -837,7 +837,7 @@ func parseLoad(host string, c *redis.Cmd) (items []store.Item, queued, nextDue i
 // loadScripts loads every script on every master, for the pipelines'
 // EVALSHA (a restarted Redis has forgotten them).
 func (s *Store) loadScripts(ctx context.Context) error {
-	for _, sc := range []*redis.Script{applyScript, loadScript, shardScript, leaseScript, procScript, breakerScript, holdScript} {
+	for _, sc := range []*redis.Script{applyScript, loadScript, shardScript, leaseScript, procScript, breakerScript, holdScript, refreshScript} {
 		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
 			return fmt.Errorf("load scripts: %w", err)
 		}

@@ -100,6 +100,8 @@ func (v *verifySource) host(name string) (*verify.Host, error) {
 	counts := pipe.HGetAll(ctx, k.counts)
 	cases := pipe.LRange(ctx, k.cases, 0, -1)
 	robotsRules := pipe.Get(ctx, k.robots)
+	fetched := pipe.ZRangeWithScores(ctx, k.fetched, 0, -1)
+	listedAt := pipe.ZScore(ctx, keysOfShard(shardOf(name)).stale, name)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("store %s: read host %s: %w", v.s.display, name, err)
 	}
@@ -125,7 +127,10 @@ func (v *verifySource) host(name string) (*verify.Host, error) {
 			case !ok:
 				rep.Addf("host %s: %s URL %s has no entry in %s", name, place, m, k.items)
 			default:
-				got, err := store.DecodeItem(name, 0, []byte(entry))
+				if entry == refreshEntry {
+					entry += results.Val()[m] // a staged page: its Item is its stored result's
+				}
+				got, err := decodeEntry(name, 0, entry)
 				switch {
 				case err != nil:
 					rep.Addf("host %s: entry of %s: %v", name, m, err)
@@ -158,6 +163,7 @@ func (v *verifySource) host(name string) (*verify.Host, error) {
 		h.Results = append(h.Results, verify.Done{Hash: hash, Result: r, Placement: placements.Val()[m]})
 	}
 	slices.SortFunc(h.Results, func(a, b verify.Done) int { return bytes.Compare(a.Hash[:], b.Hash[:]) })
+	v.checkIndex(name, fetched.Val(), results.Val(), entries, listedAt)
 	if c := counts.Val(); len(c) > 0 {
 		h.Counts = &store.HostCounts{Queued: atoi(c["queued"]), Deferred: atoi(c["deferred"]),
 			Fetched: atoi(c["fetched"]), Failed: atoi(c["failed"])}
@@ -202,4 +208,36 @@ func (v *verifySource) host(name string) (*verify.Host, error) {
 		}
 	}
 	return h, nil
+}
+
+// checkIndex checks a host's index of pages by fetch time (refresh.go):
+// each member is a stored page under its fetch time, or a page queued
+// for its refresh is out of it; and the host is listed in its shard no
+// later than its oldest page, so that a pass finds it.
+func (v *verifySource) checkIndex(name string, index []redis.Z, results, entries map[string]string, listedAt *redis.FloatCmd) {
+	oldest := int64(-1)
+	for _, z := range index {
+		m, _ := z.Member.(string)
+		ms := int64(z.Score)
+		if oldest < 0 || ms < oldest {
+			oldest = ms
+		}
+		at, ok := indexTime([]byte(results[m]))
+		switch {
+		case !ok:
+			v.rep.Addf("host %s: %s lists %s, which is not a stored page", name, keysOf(name).fetched, m)
+		case at != ms:
+			v.rep.Addf("host %s: %s lists %s at %d, its page was fetched at %d", name, keysOf(name).fetched, m, ms, at)
+		case entries[m] == refreshEntry:
+			v.rep.Addf("host %s: %s lists %s, which is queued for its refresh", name, keysOf(name).fetched, m)
+		}
+	}
+	if oldest < 0 {
+		return
+	}
+	stale := keysOfShard(shardOf(name)).stale
+	if at, err := listedAt.Result(); err != nil || int64(at) > oldest {
+		v.rep.Addf("host %s: its oldest page (fetched at %d) is listed in %s at %v (%v): no refresh pass would find it in time",
+			name, oldest, stale, at, err)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -217,6 +218,10 @@ type hostOps struct {
 	// there is one): the settling operations after it carry it.
 	fence  int64
 	fenced bool
+	// oldestPage is the earliest fetch time (Unix ms) of the pages the
+	// ops store (math.MaxInt64: none): the host's shard lists it as
+	// having a page that old, for the refresh passes.
+	oldestPage int64
 }
 
 // fenceWith makes the settling operations appended next carry token
@@ -266,7 +271,7 @@ func (f *Frontier) write(jobs []job) error {
 	of := func(host string) *hostOps {
 		o := ops[host]
 		if o == nil {
-			o = &hostOps{}
+			o = &hostOps{oldestPage: math.MaxInt64}
 			ops[host] = o
 			order = append(order, host)
 		}
@@ -307,10 +312,17 @@ func (f *Frontier) write(jobs []job) error {
 				o := of(op.Item.Host)
 				o.fenceWith(fenceOf(j, op.Item.Host))
 				o.args = append(o.args, "C", hashKey(op.Item.Hash), op.Value, status, class)
+				if ms, ok := indexTime(op.Value); ok {
+					o.args = append(o.args, "T", hashKey(op.Item.Hash), ms)
+					o.oldestPage = min(o.oldestPage, ms)
+				}
 			case store.OpDefer:
 				o := of(op.Item.Host)
 				o.fenceWith(fenceOf(j, op.Item.Host))
 				o.args = append(o.args, "D", hashKey(op.Item.Hash), store.EncodeQueued(op.Item), op.At.UnixMilli())
+			case store.OpQueueRefreshes:
+				// Nothing to do: a fleet's pass queues the pages it stages
+				// and lists their hosts itself (refresh.go).
 			case store.OpPutRobots:
 				extra.Set(ctx, keysOf(op.Key).robots, op.Value, idleExpiry)
 			case store.OpAppendCase:
@@ -361,7 +373,7 @@ func (f *Frontier) write(jobs []job) error {
 	cmds := make([]*redis.Cmd, len(order))
 	for i, host := range order {
 		k := keysOf(host)
-		cmds[i] = applyScript.EvalSha(ctx, pipe, []string{k.queue, k.deferred, k.items, k.seen, k.results, k.counts, k.warc, k.lease},
+		cmds[i] = applyScript.EvalSha(ctx, pipe, []string{k.queue, k.deferred, k.items, k.seen, k.results, k.counts, k.warc, k.lease, k.fetched},
 			ops[host].args...)
 	}
 	if len(order) > 0 {
@@ -403,7 +415,14 @@ func (f *Frontier) write(jobs []job) error {
 		f.listedNew.Store(true)
 		kick(f.kickMgr)
 	}
-	// 3. records outside the hosts' scripts, then the breaker outcomes, in order.
+	// 3. records outside the hosts' scripts, then the breaker outcomes, in
+	// order. A host's listing for the refresh passes is lowered after its
+	// script indexed its pages (see refresh.go).
+	for _, host := range order {
+		if ms := ops[host].oldestPage; ms != math.MaxInt64 {
+			extra.ZAddArgs(ctx, keysOfShard(shardOf(host)).stale, redis.ZAddArgs{LT: true, Members: []redis.Z{{Score: float64(ms), Member: host}}})
+		}
+	}
 	if extra.Len() > 0 {
 		if _, err := extra.Exec(ctx); err != nil {
 			return err

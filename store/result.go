@@ -561,3 +561,45 @@ func (template *Result) ForItem(it Item) Result {
 	r.Referrer, r.Lastmod, r.Kind = it.Referrer, it.Lastmod, it.Kind
 	return r
 }
+
+// PageFetchedAt reads a page record's FetchedAt without decoding the rest
+// of it, for an index of pages by fetch time; ok is false for a failure,
+// a page flagged for a refresh and a record it cannot read.
+func PageFetchedAt(v []byte) (at time.Time, ok bool) {
+	h, err := ParseRecordHead(v)
+	if err != nil || v[0] != RecordPage {
+		return time.Time{}, false
+	}
+	d := bodyReader{b: h.body}
+	flags := d.bytes(1)
+	if d.bad {
+		return time.Time{}, false
+	}
+	f := flags[0]
+	d.skipString() // URL
+	if f&bodyFinalIsURL == 0 {
+		d.skipString()
+	}
+	d.skipString() // Host
+	d.varint()     // Status
+	d.skipString() // ContentType
+	d.varint()     // Length
+	if f&bodyNoFetchTime != 0 {
+		return time.Time{}, !d.bad
+	}
+	ns := d.varint()
+	if d.bad {
+		return time.Time{}, false
+	}
+	return time.Unix(0, ns).UTC(), true
+}
+
+func (d *bodyReader) skipString() {
+	n, k := binary.Uvarint(d.b)
+	if k <= 0 {
+		d.bad, d.b = true, nil
+		return
+	}
+	d.b = d.b[k:]
+	d.bytes(n)
+}

@@ -94,6 +94,9 @@ func TestResultRecordRoundTrip(t *testing.T) {
 			got.Archived.URI != r.Archived.URI {
 			t.Fatalf("archived %+v, want %+v", got.Archived, r.Archived)
 		}
+		if at, ok := PageFetchedAt(rec); ok == r.Failed() || ok && (!at.Equal(r.FetchedAt) || at.IsZero() != r.FetchedAt.IsZero()) {
+			t.Fatalf("PageFetchedAt %v %v, want %v for a page (failed: %v)", at, ok, r.FetchedAt, r.Failed())
+		}
 		got.FetchedAt, r.FetchedAt = time.Time{}, time.Time{}
 		got.Archived, r.Archived = Capture{}, Capture{}
 		if !reflect.DeepEqual(got, r) {

@@ -119,6 +119,7 @@ func (v *checker) checkHost(h *Host) {
 	}
 
 	var tallies store.Tallies
+	requeued := v.requeued // this host's share is counted from here
 	results := make(map[uint64]*Done, len(h.Results))
 	byHash := make(map[store.Hash]*Done, len(h.Results))
 	for i := range h.Results {
@@ -158,7 +159,6 @@ func (v *checker) checkHost(h *Host) {
 			v.checkArchived(name, d)
 		}
 	}
-	requeued := v.requeued
 	if v.has(ResultKeys) {
 		v.checkReplacing(waiting, results)
 	}
