@@ -256,7 +256,15 @@ func encode(ex Exchange, first firstCapture, spoolDir string) (*Entry, error) {
 // empty line), found as gowarc finds it for the payload digest; the whole
 // block when there is none.
 func httpHeaderEnd(msg Block) (int64, error) {
-	r := bufio.NewReader(io.NewSectionReader(msg, 0, msg.Size()))
+	s := headScans.Get().(*headScan)
+	defer func() {
+		s.br.Reset(nil) // hold on to no message in the pool
+		s.src = io.SectionReader{}
+		headScans.Put(s)
+	}()
+	s.src = *io.NewSectionReader(msg, 0, msg.Size())
+	s.br.Reset(&s.src)
+	r := s.br
 	var at int64
 	for {
 		line, err := r.ReadSlice('\n')
@@ -281,6 +289,19 @@ func httpHeaderEnd(msg Block) (int64, error) {
 		}
 	}
 }
+
+// headScan is httpHeaderEnd's reader, pooled: a new one a page was 4 KiB
+// of garbage a page.
+type headScan struct {
+	src io.SectionReader
+	br  *bufio.Reader
+}
+
+var headScans = sync.Pool{New: func() any {
+	s := &headScan{}
+	s.br = bufio.NewReader(&s.src)
+	return s
+}}
 
 // messageHead is the start of msg that a CDXJ line is made from: its
 // head, up to httpHeadCap bytes, as an indexer reading the record back
