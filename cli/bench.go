@@ -159,7 +159,7 @@ func startCPUProfile(path string) (func() error, error) {
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, usagef("--cpuprofile: %v", err)
+		return nil, usagef("CPU profile: %v", err)
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		f.Close()

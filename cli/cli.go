@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -122,12 +123,24 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
-			return c.run(ctx, args[1:], stdout, stderr)
+			// A developer's knob, not a flag: the peers section runs
+			// `breakwater crawl` as a child, which has no other way to be
+			// profiled as it runs there.
+			stopProfile, err := startCPUProfile(os.Getenv(cpuProfileEnv))
+			if err != nil {
+				return err
+			}
+			err = c.run(ctx, args[1:], stdout, stderr)
+			return errors.Join(err, stopProfile())
 		}
 	}
 	printUsage(stderr)
 	return usagef("unknown command %q", args[0])
 }
+
+// cpuProfileEnv names the file any command writes a CPU profile of itself
+// to, when set.
+const cpuProfileEnv = "BREAKWATER_CPUPROFILE"
 
 func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "Usage: breakwater COMMAND [flags]\n\nCommands:")

@@ -3,9 +3,13 @@ package warc
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"breakwater/demosite"
 )
 
 // BenchmarkEncode is the per-page cost a worker pays for the archive: a
@@ -93,6 +97,50 @@ func BenchmarkDigests(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkEncodeBenchSitePage encodes a page of the crawl bench's site as
+// a crawl does (the entry closed once written, so its buffers go back to
+// their pools), at the site's own few KB and at the 30 KB of the --warc
+// ratio's second site: real pages, whose text compresses as the bench's
+// does, unlike BenchmarkEncode's repeated line. record-bytes is the
+// entry's size, request record included.
+func BenchmarkEncodeBenchSitePage(b *testing.B) {
+	for _, bc := range []struct {
+		name      string
+		pageBytes int
+	}{{"bench-site", 0}, {"30KB", 30_000}} {
+		b.Run(bc.name, func(b *testing.B) {
+			site, err := demosite.Start(demosite.BenchSpecs(2, 20, false, 0), demosite.SiteOptions{Seed: 1, PageBytes: bc.pageBytes})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer site.Close()
+			url := site.Host("bench-001").PageURL(7)
+			resp, err := http.Get(url)
+			if err != nil {
+				b.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != http.StatusOK {
+				b.Fatalf("GET %s: %d, %v", url, resp.StatusCode, err)
+			}
+			ex := exchange(url, string(body), time.Now())
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			var size int64
+			for b.Loop() {
+				e, err := encode(ex, nil, "")
+				if err != nil {
+					b.Fatal(err)
+				}
+				size = e.Size()
+				e.Close()
+			}
+			b.ReportMetric(float64(size), "record-bytes")
 		})
 	}
 }

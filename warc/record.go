@@ -239,7 +239,7 @@ func encode(ex Exchange, first firstCapture, spoolDir string) (*Entry, error) {
 			full := spool.New(spoolDir, 0)
 			entry.fallback = full
 			entry.fallbackIndex = cdxjHead(ex.URI, dateText, false, head, payloadDigest)
-			if _, err = io.Copy(full, io.NewSectionReader(buf, 0, reqOnly)); err == nil {
+			if err = copyBlock(full, buf, 0, reqOnly); err == nil {
 				err = response(full)
 			}
 		}
@@ -256,7 +256,15 @@ func encode(ex Exchange, first firstCapture, spoolDir string) (*Entry, error) {
 // empty line), found as gowarc finds it for the payload digest; the whole
 // block when there is none.
 func httpHeaderEnd(msg Block) (int64, error) {
-	r := bufio.NewReader(io.NewSectionReader(msg, 0, msg.Size()))
+	s := headScans.Get().(*headScan)
+	defer func() {
+		s.br.Reset(nil) // hold on to no message in the pool
+		s.src = io.SectionReader{}
+		headScans.Put(s)
+	}()
+	s.src = *io.NewSectionReader(msg, 0, msg.Size())
+	s.br.Reset(&s.src)
+	r := s.br
 	var at int64
 	for {
 		line, err := r.ReadSlice('\n')
@@ -281,6 +289,19 @@ func httpHeaderEnd(msg Block) (int64, error) {
 		}
 	}
 }
+
+// headScan is httpHeaderEnd's reader, pooled: a new one a page was 4 KiB
+// of garbage a page.
+type headScan struct {
+	src io.SectionReader
+	br  *bufio.Reader
+}
+
+var headScans = sync.Pool{New: func() any {
+	s := &headScan{}
+	s.br = bufio.NewReader(&s.src)
+	return s
+}}
 
 // messageHead is the start of msg that a CDXJ line is made from: its
 // head, up to httpHeadCap bytes, as an indexer reading the record back
@@ -336,7 +357,7 @@ const smallRecord = 1024
 func appendMember(buf io.Writer, f *gowarc.WarcFields, block Block, digest string) error {
 	if digest == "" {
 		h := sha1.New()
-		if _, err := io.Copy(h, io.NewSectionReader(block, 0, block.Size())); err != nil {
+		if err := copyBlock(h, block, 0, block.Size()); err != nil {
 			return err
 		}
 		digest = digestText(h)
@@ -357,13 +378,42 @@ func appendMember(buf io.Writer, f *gowarc.WarcFields, block Block, digest strin
 	if _, err := zw.Write(head.Bytes()); err != nil {
 		return err
 	}
-	if _, err := io.Copy(zw, io.NewSectionReader(block, 0, block.Size())); err != nil {
+	if err := copyBlock(zw, block, 0, block.Size()); err != nil {
 		return err
 	}
 	if _, err := zw.Write([]byte("\r\n\r\n")); err != nil {
 		return err
 	}
 	return zw.Close()
+}
+
+// copyBuffers are copyBlock's buffers: io.Copy between a section of a
+// block and a hash or a gzip writer (neither side a WriterTo or a
+// ReaderFrom) made a new 32 KiB buffer for each copy, three a page, more
+// than the page itself.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// copyBlock writes the n bytes of block from off to w.
+func copyBlock(w io.Writer, block io.ReaderAt, off, n int64) error {
+	bp := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(bp)
+	buf := *bp
+	for n > 0 {
+		m, err := block.ReadAt(buf[:min(n, int64(len(buf)))], off)
+		if m > 0 {
+			if _, werr := w.Write(buf[:m]); werr != nil {
+				return werr
+			}
+			off, n = off+int64(m), n-int64(m)
+		}
+		switch {
+		case err == io.EOF && n > 0:
+			return io.ErrUnexpectedEOF // shorter than its Size: the record would lie
+		case err != nil && err != io.EOF:
+			return err
+		}
+	}
+	return nil
 }
 
 // Placement is where BeforeCommit wrote the entry (see File and Offset).

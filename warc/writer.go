@@ -2,6 +2,7 @@ package warc
 
 import (
 	"breakwater/store"
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -79,6 +80,9 @@ type Writer struct {
 	staged store.ArchiveState // as the commit under way will have it
 	file   *os.File
 	size   int64 // bytes written to file
+	// out gathers a commit's records into few writes: one write a record
+	// was a system call a page.
+	out *bufio.Writer
 	// err is the first failure to write the archive, or to have a commit
 	// account for what was written: from then on every BeforeCommit
 	// returns it, so nothing more is appended after bytes no commit will
@@ -360,6 +364,10 @@ func (w *Writer) BeforeCommit(b *store.Batch) error {
 			return err
 		}
 	}
+	if w.out == nil {
+		w.out = bufio.NewWriterSize(w.file, commitBuffer)
+	}
+	w.out.Reset(w.file)
 	for _, e := range entries {
 		data, line := e.data, e.index
 		if e.of != nil && !e.of.written {
@@ -369,7 +377,7 @@ func (w *Writer) BeforeCommit(b *store.Batch) error {
 		if line != nil {
 			w.pending = appendCDXJ(w.pending, line, e.Offset+e.reqSize, data.Size()-e.reqSize, w.indexName)
 		}
-		n, err := data.WriteTo(w.file)
+		n, err := data.WriteTo(w.out)
 		w.size += n
 		if err != nil {
 			// A PathError names the file and the cause already.
@@ -380,6 +388,11 @@ func (w *Writer) BeforeCommit(b *store.Batch) error {
 			b.PutCapture(e.first.digest, e.first.capture)
 		}
 	}
+	if err := w.out.Flush(); err != nil {
+		w.err = fmt.Errorf("archive: %w", err)
+		return w.err
+	}
+	w.out.Reset(nil) // hold on to no file between commits
 	if err := dataSync(w.file); err != nil {
 		w.err = fmt.Errorf("archive: flush %s: %w", w.file.Name(), err)
 		return w.err
@@ -389,6 +402,10 @@ func (w *Writer) BeforeCommit(b *store.Batch) error {
 	b.PutArchiveState(w.staged)
 	return nil
 }
+
+// commitBuffer is how many bytes of records a commit hands the file at a
+// time.
+const commitBuffer = 256 << 10
 
 // AfterCommit forgets the claims now in the database and finishes a full
 // file.
