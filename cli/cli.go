@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -126,7 +127,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			// A developer's knob, not a flag: the peers section runs
 			// `breakwater crawl` as a child, which has no other way to be
 			// profiled as it runs there.
-			stopProfile, err := startCPUProfile(os.Getenv(cpuProfileEnv))
+			stopProfile, err := startCPUProfile(profilePath(os.Getenv(cpuProfileEnv), os.Getpid()))
 			if err != nil {
 				return err
 			}
@@ -139,8 +140,13 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // cpuProfileEnv names the file any command writes a CPU profile of itself
-// to, when set.
+// to, when set. A "%p" in it is the process ID, so the several crawl
+// processes a bench section starts each keep their own profile.
 const cpuProfileEnv = "BREAKWATER_CPUPROFILE"
+
+func profilePath(pattern string, pid int) string {
+	return strings.ReplaceAll(pattern, "%p", strconv.Itoa(pid))
+}
 
 func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "Usage: breakwater COMMAND [flags]\n\nCommands:")

@@ -147,6 +147,8 @@ type Frontier struct {
 	// its reads, before it tells whether the fleet is idle.
 	duringLook func()
 
+	seen *seenCache // the writer's
+
 	mu       sync.Mutex
 	hosts    map[string]*ownedHost
 	leases   map[*frontier.Lease]leaseRef
@@ -262,6 +264,7 @@ func OpenFrontier(s *Store, o FrontierOptions) *Frontier {
 	o = o.withDefaults()
 	f := &Frontier{s: s, o: o, hosts: map[string]*ownedHost{}, leases: map[*frontier.Lease]leaseRef{},
 		wake: make(chan struct{}), failed: make(chan struct{}), kickWriter: make(chan struct{}, 1),
+		seen:    newSeenCache(seenCacheSlots),
 		kickMgr: make(chan struct{}, 1), stop: make(chan struct{}), news: map[int]time.Time{}}
 	f.done.Add(3)
 	go f.writer()

@@ -263,9 +263,17 @@ func fenceOf(j job, host string) int64 {
 // A round trip of its own, not the head of the hosts' pipeline: on a
 // Cluster the state's slot and the hosts' are on different nodes, and a
 // pipeline orders nothing across nodes.
-func (f *Frontier) write(jobs []job) error {
+func (f *Frontier) write(jobs []job) (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	// The seen cache takes a batch's adds as they are read, so that a link
+	// repeated within the batch is sent once; if the batch did not reach
+	// Redis, what it took is not known to be there.
+	defer func() {
+		if err != nil {
+			f.seen.forget()
+		}
+	}()
 	ops := map[string]*hostOps{}
 	order := []string{}
 	of := func(host string) *hostOps {
@@ -290,9 +298,13 @@ func (f *Frontier) write(jobs []job) error {
 		if j.batch == nil {
 			continue
 		}
-		err := j.batch.Each(func(op store.Op) error {
+		err = j.batch.Each(func(op store.Op) error {
 			switch op.Kind {
 			case store.OpAdd, store.OpRequeue:
+				if op.Kind == store.OpAdd && f.seen.has(op.Item.Hash) {
+					return nil
+				}
+				f.seen.add(op.Item.Hash)
 				entry := op.Value
 				if entry == nil {
 					entry = store.EncodeQueued(op.Item)
