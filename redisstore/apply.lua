@@ -28,6 +28,8 @@ local current = nil
 if KEYS[8] then current = redis.call('HGET', KEYS[8], 'token') end
 local fenced = true -- whether the settling operations may be applied
 local stored = {} -- hashes whose result a C of this batch stored
+local indexed = {} -- of those, the pages a T indexed
+local gone = {} -- hashes a C or D of this batch took out of the queue
 
 -- The counters change in memory and are written once at the end: one
 -- HINCRBY per counter a batch moves, not one per URL.
@@ -43,6 +45,7 @@ end
 local items = {}
 local function enqueue(h, entry)
   redis.call('ZADD', q, nextSeq(), h)
+  gone[h] = nil
   if entry then
     items[#items + 1] = h
     items[#items + 1] = entry
@@ -95,11 +98,13 @@ while i <= #ARGV do
     local h, rec, status, class = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
     if redis.call('ZREM', q, h) == 1 then
       redis.call('HDEL', u, h)
+      gone[h] = true
       count('queued', -1)
-      local prev = redis.call('HGET', r, h)
-      if prev then uncount(prev) end
-      redis.call('HSET', r, h, rec)
-      if KEYS[9] then redis.call('ZREM', KEYS[9], h) end
+      -- Most results are a URL's first: stored in one command.
+      if redis.call('HSETNX', r, h, rec) == 0 then
+        uncount(redis.call('HGET', r, h))
+        redis.call('HSET', r, h, rec)
+      end
       stored[h] = true
       count('s:' .. status, 1)
       if class == '' then
@@ -116,6 +121,7 @@ while i <= #ARGV do
     if redis.call('ZREM', q, h) == 1 then
       redis.call('ZADD', d, due, h)
       redis.call('HSET', u, h, entry)
+      gone[h] = true
       count('queued', -1)
       count('deferred', 1)
       deferred = deferred + 1
@@ -131,7 +137,10 @@ while i <= #ARGV do
     end
     i = i + 3
   elseif op == 'T' then
-    if stored[ARGV[i + 1]] and KEYS[9] then redis.call('ZADD', KEYS[9], ARGV[i + 2], ARGV[i + 1]) end
+    if stored[ARGV[i + 1]] and KEYS[9] then
+      redis.call('ZADD', KEYS[9], ARGV[i + 2], ARGV[i + 1])
+      indexed[ARGV[i + 1]] = true
+    end
     i = i + 3
   elseif op == 'W' then
     redis.call('HSET', w, ARGV[i + 1], ARGV[i + 2])
@@ -140,12 +149,18 @@ while i <= #ARGV do
     return redis.error_reply('apply.lua: unknown operation ' .. tostring(op))
   end
 end
--- A URL completed in the batch that queued it had its entry written by
--- neither: items holds only the entries still wanted.
+-- A stored result no T indexed (a failure) leaves the refresh index.
+if KEYS[9] then
+  for h in pairs(stored) do
+    if not indexed[h] then redis.call('ZREM', KEYS[9], h) end
+  end
+end
+-- A URL completed or deferred in the batch that queued it had its entry
+-- written by neither: items holds only the entries still wanted.
 if #items > 0 then
   local keep = {}
   for j = 1, #items, 2 do
-    if redis.call('ZSCORE', q, items[j]) then
+    if not gone[items[j]] then
       keep[#keep + 1] = items[j]
       keep[#keep + 1] = items[j + 1]
     end

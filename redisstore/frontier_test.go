@@ -217,6 +217,29 @@ func TestApplyScript(t *testing.T) {
 	}
 	ftWantCounts(t, rdb, host, map[string]int64{"queued": 1, "deferred": 1, "seq": 7})
 
+	// In one batch: e queued and deferred keeps the deferral's entry; f
+	// queued, completed and queued again keeps its entry; g queued and
+	// completed keeps none.
+	e, fi, g := ftItem(host, "/e"), ftItem(host, "/f"), ftItem(host, "/g")
+	deferredE := e
+	deferredE.Attempts = 3
+	ops := append(ftAdd(e), ftDefer(deferredE, 9000)...)
+	ops = append(ops, ftAdd(fi)...)
+	ops = append(ops, ftComplete(t, fi, store.Result{URL: fi.URL, Host: host, Status: 500, ErrorClass: "transient"})...)
+	ops = append(ops, ftRequeue(fi)...)
+	ops = append(ops, ftAdd(g)...)
+	ops = append(ops, ftComplete(t, g, store.Result{URL: g.URL, Host: host, Status: 200})...)
+	ftApply(t, rdb, host, ops...)
+	if entry, _ := rdb.HGet(ctx, k.items, hashKey(e.Hash)).Bytes(); string(entry) != string(store.EncodeQueued(deferredE)) {
+		t.Errorf("e queued and deferred in one batch: entry %q, want the deferral's", entry)
+	}
+	if ok, _ := rdb.HExists(ctx, k.items, hashKey(fi.Hash)).Result(); !ok {
+		t.Error("f queued, completed and queued again in one batch has no entry")
+	}
+	if ok, _ := rdb.HExists(ctx, k.items, hashKey(g.Hash)).Result(); ok {
+		t.Error("g queued and completed in one batch left its entry")
+	}
+
 	// An unknown operation is refused.
 	kk := keysOf(host)
 	err = applyScript.Run(ctx, rdb, []string{kk.queue, kk.deferred, kk.items, kk.seen, kk.results, kk.counts}, "X").Err()

@@ -30,15 +30,24 @@ func (c *seenCache) slot(h store.Hash) *store.Hash {
 	return &c.slots[binary.LittleEndian.Uint64(h[8:])&uint64(len(c.slots)-1)]
 }
 
-// has reports whether h is known to be in its host's seen set.
+// has reports whether h is known to be in its host's seen set. A nil
+// cache knows nothing.
 func (c *seenCache) has(h store.Hash) bool {
-	return h != store.Hash{} && *c.slot(h) == h
+	return c != nil && h != store.Hash{} && *c.slot(h) == h
 }
 
 // add records that h is in its host's seen set: call it only once the
 // script that added h has run.
-func (c *seenCache) add(h store.Hash) { *c.slot(h) = h }
+func (c *seenCache) add(h store.Hash) {
+	if c != nil {
+		*c.slot(h) = h
+	}
+}
 
 // forget drops everything: after an outage, Redis may have restarted
 // without what it held.
-func (c *seenCache) forget() { clear(c.slots) }
+func (c *seenCache) forget() {
+	if c != nil {
+		clear(c.slots)
+	}
+}
