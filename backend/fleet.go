@@ -14,9 +14,10 @@ import (
 
 // fleetCapabilities: every process of a fleet crawls the store at once and
 // shares the hosts' breakers through it; it refreshes pages (its index of
-// fetch times, redisstore/refresh.go), and keeps no per-host page counts,
-// no link graph and no way to queue failures again yet.
-var fleetCapabilities = store.Capabilities{Name: "--store redis://", SharedBreakers: true, SharedScope: true, Refresh: true}
+// fetch times, redisstore/refresh.go), queues failures again and counts
+// each host's pages; it keeps no link graph.
+var fleetCapabilities = store.Capabilities{Name: "--store redis://", SharedBreakers: true, SharedScope: true, Refresh: true,
+	RetryFailed: true, HostPageCap: true}
 
 // fleet is a fleet's store on Redis.
 type fleet struct {
@@ -82,18 +83,6 @@ func (f *fleet) Archive(process string) (warc.Store, string) { return f.ArchiveS
 // frontier.
 func (f *fleet) Commit(*store.Batch) (*store.Committed, error) {
 	return nil, store.Unsupported(f.Path(), "a commit outside the frontier")
-}
-
-func (f *fleet) HostPages(string) (int64, bool, error) {
-	return 0, false, store.Unsupported(f.Path(), "pages per host")
-}
-
-func (f *fleet) RequeueFailed() (int, error) {
-	return 0, store.Unsupported(f.Path(), "failures queued again")
-}
-
-func (f *fleet) RequeueFailedWhere(func(*store.Result) bool) (int, error) {
-	return 0, store.Unsupported(f.Path(), "failures queued again")
 }
 
 // ForEachEdge, Inlinks and ForEachPageLinks are refused: the fleet's store keeps no link

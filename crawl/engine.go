@@ -486,7 +486,10 @@ func (e *Engine) prepareSeeds() error {
 	}
 	e.scope = newScope(&e.opts, seedHosts)
 	if e.caps.SharedScope {
-		return e.shareScope(seedHosts[storedHosts:]) // fleetscope.go
+		if err := e.shareScope(seedHosts[storedHosts:]); err != nil { // fleetscope.go
+			return err
+		}
+		return e.requeueFailed()
 	}
 	if err := e.planWidening(stored, seedHosts); err != nil { // widen.go
 		return err
@@ -502,13 +505,19 @@ func (e *Engine) prepareSeeds() error {
 	if err := e.db.PutSettings(data); err != nil {
 		return fmt.Errorf("store crawl settings: %w", err)
 	}
-	if e.opts.RetryFailed {
-		n, err := e.db.RequeueFailed()
-		if err != nil {
-			return err
-		}
-		e.log.Info("requeued failed URLs", "count", n)
+	return e.requeueFailed()
+}
+
+// requeueFailed queues the stored failures again for --retry-failed.
+func (e *Engine) requeueFailed() error {
+	if !e.opts.RetryFailed {
+		return nil
 	}
+	n, err := e.db.RequeueFailed()
+	if err != nil {
+		return err
+	}
+	e.log.Info("requeued failed URLs", "count", n)
 	return nil
 }
 

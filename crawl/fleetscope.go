@@ -113,9 +113,11 @@ func (e *Engine) watchSeeds(stop <-chan struct{}) {
 }
 
 // claimed takes in a host the process's frontier took: its shared
-// breaker, and the seed hosts again when the scope does not cover it.
+// breaker, its page count again (for --max-pages-per-host), and the seed
+// hosts again when the scope does not cover it.
 func (e *Engine) claimed(host string, b breaker.Breaker) {
 	e.sharedBreaker(host, b)
+	e.hostPages.claimedFromFleet(host)
 	if !e.scope.coversHost(host) {
 		e.refreshSeeds(true)
 	}

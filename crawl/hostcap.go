@@ -52,6 +52,22 @@ type hostPages struct {
 type hostPageCount struct {
 	requested int64 // pages requested, this run and before: what the file keeps
 	claimed   int64 // leases holding a claim whose request has not ended
+	// stale: the host was claimed from a fleet's store, where another
+	// process may have requested its pages since this count was read.
+	stale bool
+}
+
+// claimedFromFleet marks host's count to be read again from the store
+// before its next page: the host comes back from the other processes.
+func (p *hostPages) claimedFromFleet(host string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	if c := p.hosts[host]; c != nil {
+		c.stale = true
+	}
+	p.mu.Unlock()
 }
 
 func newHostPages(limit int) *hostPages {
@@ -146,8 +162,9 @@ func (e *Engine) hostPageCount(host string) (*hostPageCount, error) {
 	p := e.hostPages
 	p.mu.Lock()
 	c, ok := p.hosts[host]
+	stale := ok && c.stale
 	p.mu.Unlock()
-	if ok {
+	if ok && !stale {
 		return c, nil
 	}
 	n, stored, err := e.db.HostPages(host) // outside the lock: workers on other hosts go on
@@ -156,8 +173,12 @@ func (e *Engine) hostPageCount(host string) (*hostPageCount, error) {
 	}
 	p.mu.Lock()
 	if c, ok := p.hosts[host]; ok {
+		// Loaded by another worker meanwhile, or read again for the fleet:
+		// the claims in flight stay, and a count never goes down.
+		c.requested = max(c.requested, n)
+		c.stale = false
 		p.mu.Unlock()
-		return c, nil // another worker loaded it meanwhile
+		return c, nil
 	}
 	c = &hostPageCount{requested: n}
 	p.hosts[host] = c

@@ -11,6 +11,10 @@
 --                              counted otherwise; '' lifts the fence
 --   A hash entry               queue if never seen
 --   R hash entry               queue again even if seen, unless queued or deferred
+--   E hash entry               R, only while the URL's stored result is a
+--                              failure (another process may have retried it)
+--   H pages                    the host's pages requested for
+--                              --max-pages-per-host: never lowered
 --   C hash record status class complete: drop from the queue, store the result
 --   D hash entry due           defer: move from the queue to the deferred set
 --   P now limit                promote up to limit deferred URLs due by now
@@ -94,6 +98,19 @@ while i <= #ARGV do
       added = added + 1
     end
     i = i + 3
+  elseif op == 'E' then
+    local h, entry = ARGV[i + 1], ARGV[i + 2]
+    local prev = redis.call('HGET', r, h)
+    if prev and string.byte(prev, 1) == 70 -- 'F'
+        and not redis.call('ZSCORE', q, h) and not redis.call('ZSCORE', d, h) then
+      enqueue(h, entry)
+      added = added + 1
+    end
+    i = i + 3
+  elseif op == 'H' then
+    local n = tonumber(ARGV[i + 1])
+    if n > tonumber(redis.call('HGET', c, 'pages') or '-1') then redis.call('HSET', c, 'pages', n) end
+    i = i + 2
   elseif op == 'C' then
     local h, rec, status, class = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
     if redis.call('ZREM', q, h) == 1 then

@@ -616,12 +616,12 @@ func (f *Frontier) Submit(fn func(*store.Batch)) error {
 // all: the shared breakers and their log change only through the
 // frontier's Outcome (store.Capabilities.SharedBreakers); deferred URLs
 // are promoted as a host's queue is loaded; and the store keeps no
-// refresh lanes, no pages per host, and fails a host's URLs through the
-// frontier's FailHost.
+// refresh lanes, and fails a host's URLs through the frontier's FailHost.
 func supportsOp(kind store.OpKind) bool {
 	switch kind {
 	case store.OpAdd, store.OpRequeue, store.OpComplete, store.OpDefer, store.OpPutRobots, store.OpAppendCase,
-		store.OpResolveCases, store.OpPutArchiveState, store.OpPutCapture, store.OpPutRunningAt, store.OpQueueRefreshes:
+		store.OpResolveCases, store.OpPutArchiveState, store.OpPutCapture, store.OpPutRunningAt, store.OpQueueRefreshes,
+		store.OpPutHostPages:
 		return true
 	}
 	return false

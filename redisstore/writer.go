@@ -3,6 +3,7 @@ package redisstore
 import (
 	"breakwater/store"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -335,6 +336,14 @@ func (f *Frontier) write(jobs []job) (err error) {
 			case store.OpQueueRefreshes:
 				// Nothing to do: a fleet's pass queues the pages it stages
 				// and lists their hosts itself (refresh.go).
+			case store.OpPutHostPages:
+				// Unfenced: a count only grows, and a late one is still pages asked for.
+				n, size := binary.Uvarint(op.Value)
+				if size <= 0 {
+					return fmt.Errorf("page count of %s: malformed %x", op.Key, op.Value)
+				}
+				o := of(op.Key)
+				o.args = append(o.args, "H", n)
 			case store.OpPutRobots:
 				extra.Set(ctx, keysOf(op.Key).robots, op.Value, idleExpiry)
 			case store.OpAppendCase:

@@ -54,7 +54,7 @@ var opsByKind = map[store.OpKind]func(b *store.Batch, now time.Time){
 // unsupported are the operations the fleet's store keeps by other means
 // or not at all.
 var unsupported = map[store.OpKind]bool{store.OpPromote: true, store.OpFailHost: true, store.OpPutBreaker: true,
-	store.OpDeleteBreaker: true, store.OpAppendTransition: true, store.OpPutHostPages: true,
+	store.OpDeleteBreaker: true, store.OpAppendTransition: true,
 	store.OpPutLinks: true}
 
 // allKinds are every operation kind the store package names.
