@@ -57,6 +57,14 @@ local function enqueue(h, entry)
   count('queued', 1)
 end
 
+-- queueAgain queues a seen URL unless it is queued or deferred already.
+local function queueAgain(h, entry)
+  if not redis.call('ZSCORE', q, h) and not redis.call('ZSCORE', d, h) then
+    enqueue(h, entry)
+    added = added + 1
+  end
+end
+
 -- The header of a stored result: a flag byte, 16 bytes of hash, a 2-byte
 -- status, a length byte and the error class (storage's resultHead).
 local function uncount(rec)
@@ -91,21 +99,14 @@ while i <= #ARGV do
     end
     i = i + 3
   elseif op == 'R' then
-    local h, entry = ARGV[i + 1], ARGV[i + 2]
+    local h = ARGV[i + 1]
     if redis.call('SADD', seen, h) == 1 then count('seen', 1) end
-    if not redis.call('ZSCORE', q, h) and not redis.call('ZSCORE', d, h) then
-      enqueue(h, entry)
-      added = added + 1
-    end
+    queueAgain(h, ARGV[i + 2])
     i = i + 3
   elseif op == 'E' then
-    local h, entry = ARGV[i + 1], ARGV[i + 2]
+    local h = ARGV[i + 1]
     local prev = redis.call('HGET', r, h)
-    if prev and string.byte(prev, 1) == 70 -- 'F'
-        and not redis.call('ZSCORE', q, h) and not redis.call('ZSCORE', d, h) then
-      enqueue(h, entry)
-      added = added + 1
-    end
+    if prev and string.byte(prev, 1) == 70 then queueAgain(h, ARGV[i + 2]) end -- 'F'
     i = i + 3
   elseif op == 'H' then
     local n = tonumber(ARGV[i + 1])
