@@ -236,7 +236,7 @@ type job struct {
 	// reprieve, with outcome nil, is a local fault's end for host's shared
 	// breaker, applied in order with the outcomes.
 	reprieve *reprieve
-	failAll *store.Result // FailHost's template
+	failAll  *store.Result // FailHost's template
 	// token fences the job's writes for host (see ownedHost.token); 0: none.
 	token int64
 	// placement is where the archive wrote the completed page's records.
