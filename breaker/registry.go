@@ -3,6 +3,7 @@ package breaker
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -349,13 +350,13 @@ const ReprieveReason = "local fault cleared"
 // off its down time, as Resumed does for time the crawler did not run; a
 // closed host's count of consecutive failures starts again, since the
 // failures that ended it were ours. Held hosts wait for a person and are
-// left alone. It returns the hosts sent to half-open, sorted.
-func (r *Registry) Reprieve(since, now time.Time) []string {
+// left alone. It returns the hosts sent to half-open, sorted by host.
+func (r *Registry) Reprieve(since, now time.Time) []Reprieved {
 	if r.cfg.Disabled || now.Before(since) {
 		return nil
 	}
 	r.mu.Lock()
-	var reprieved []string
+	var reprieved []Reprieved
 	for host, e := range r.hosts {
 		if e.b.Hold != NoHold {
 			continue
@@ -367,9 +368,9 @@ func (r *Registry) Reprieve(since, now time.Time) []string {
 		case e.b.DownSince.IsZero():
 		case !e.b.DownSince.Before(since):
 			if e.b.State == Open {
+				reprieved = append(reprieved, Reprieved{Host: host, Opened: e.b.Generation})
 				e.b.State, e.b.ProbeSuccesses = HalfOpen, 0
 				e.b.Generation++
-				reprieved = append(reprieved, host)
 			}
 			e.b.Rest, e.b.Level, e.b.DownSince = r.cfg.Rest, 0, now
 		default:
@@ -386,8 +387,17 @@ func (r *Registry) Reprieve(since, now time.Time) []string {
 		}
 	}
 	r.unlock()
-	slices.Sort(reprieved)
+	slices.SortFunc(reprieved, func(a, b Reprieved) int { return strings.Compare(a.Host, b.Host) })
 	return reprieved
+}
+
+// Reprieved is a host Reprieve sent to half-open. Opened is the
+// generation of the open circuit it ended: a copy of the breaker kept
+// elsewhere (a fleet's shared one) is the same circuit only while it has
+// that generation.
+type Reprieved struct {
+	Host   string
+	Opened uint64
 }
 
 // Get returns host's breaker and whether it has an entry. A host without

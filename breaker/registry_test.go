@@ -1008,9 +1008,10 @@ func TestRegistryReprieve(t *testing.T) {
 	now := since.Add(3 * time.Minute)
 
 	before := len(rc.list())
+	openGen := wantState(t, r, "during.example", Open, NoHold).Generation
 	got := r.Reprieve(since, now)
-	if !slices.Equal(got, []string{"during.example"}) {
-		t.Fatalf("Reprieve = %v, want [during.example]", got)
+	if want := []Reprieved{{Host: "during.example", Opened: openGen}}; !slices.Equal(got, want) {
+		t.Fatalf("Reprieve = %+v, want %+v (the generation of the open circuit it ended)", got, want)
 	}
 	changed, removed := r.TakeDirty()
 	for _, h := range []string{"during.example", "before.example"} {
@@ -1022,8 +1023,8 @@ func TestRegistryReprieve(t *testing.T) {
 		t.Errorf("removed = %v, want closed.example: its stored failure must go", removed)
 	}
 	b := wantState(t, r, "during.example", HalfOpen, NoHold)
-	if !b.DownSince.Equal(now) || b.Rest != cfg.Rest || b.Level != 0 {
-		t.Errorf("during.example after reprieve: %+v, want down since now, rest %v, level 0", b, cfg.Rest)
+	if !b.DownSince.Equal(now) || b.Rest != cfg.Rest || b.Level != 0 || b.Generation != openGen+1 {
+		t.Errorf("during.example after reprieve: %+v, want down since now, rest %v, level 0, generation %d", b, cfg.Rest, openGen+1)
 	}
 	trs := rc.list()[before:]
 	if len(trs) != 1 || trs[0].Host != "during.example" || trs[0].From != Open || trs[0].To != HalfOpen ||

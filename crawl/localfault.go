@@ -8,8 +8,9 @@ package crawl
 // the network is back, and counts toward giving up on all of them. The
 // guard sees the pattern instead, pauses every fetch, probes a few of the
 // hosts at growing intervals, and when one answers resumes and sends the
-// hosts it opened back to half-open (breaker.Registry.Reprieve): a probe,
-// not a rest. No host is given up on during an incident, and its time is
+// hosts it opened back to half-open (breaker.Registry.Reprieve, and on a
+// fleet the shared breakers too, frontier.Queue.Reprieve): a probe, not a
+// rest. No host is given up on during an incident, and its time is
 // not counted as any host's down time.
 
 import (
@@ -478,9 +479,15 @@ func (e *Engine) endIncident(inc *incident, answered []string, now time.Time) {
 		return // another round ended it already
 	}
 	reprieved := e.breakers.Reprieve(inc.since, now)
+	// On a fleet the shared breakers are the authority: reprieved here
+	// alone, they would stay open for every other process, and this one
+	// would load them open again at its next claim of the host.
+	if len(reprieved) > 0 {
+		e.front.Reprieve(reprieved, inc.since, now)
+	}
 	g.end(now)
-	for _, host := range reprieved {
-		e.front.Unpark(host, now)
+	for _, r := range reprieved {
+		e.front.Unpark(r.Host, now)
 	}
 	e.persistBreakers()
 	lasted := now.Sub(inc.tripped)

@@ -57,6 +57,12 @@ type Queue interface {
 	// shared breakers one process of all those crawling the store probes a
 	// host at a time; otherwise the engine's own registry is the only gate.
 	TryProbe(host string, generation uint64) (bool, error)
+	// Reprieve hands the end of a local fault that began at since to the
+	// shared breakers of hosts, which the engine's registry has just sent
+	// to half-open (breaker.Registry.Reprieve), in a store whose breakers
+	// are shared; each shared breaker follows only while it is still the
+	// circuit the fault opened.
+	Reprieve(hosts []breaker.Reprieved, since, at time.Time)
 	// Close stores what is waiting and stops.
 	Close() error
 }
@@ -101,3 +107,6 @@ func (f *Frontier) Outcome(breaker.Ticket, breaker.Class, string, time.Time) {}
 // TryProbe always wins: one process crawls the file, and its registry has
 // already admitted the probe.
 func (f *Frontier) TryProbe(string, uint64) (bool, error) { return true, nil }
+
+// Reprieve does nothing: the file's breakers are the engine's registry.
+func (f *Frontier) Reprieve([]breaker.Reprieved, time.Time, time.Time) {}

@@ -19,9 +19,10 @@ import (
 // circuit per host in Redis, and a Lua script is the authority on it:
 // breaker.lua applies one outcome exactly as a breaker.Registry would
 // (Breaker.Advance, the registry's ticket acceptance with Refused always
-// counting, Breaker.Record), and hold.lua applies pauses, unpauses and case
-// resolutions (Registry.Pause, Unpause, ResolveCase), each atomically and
-// with the time passed in by the caller, never the server's clock.
+// counting, Breaker.Record), hold.lua applies pauses, unpauses and case
+// resolutions (Registry.Pause, Unpause, ResolveCase), and reprieve.lua the
+// end of a local fault (Registry.Reprieve), each atomically and with the
+// time passed in by the caller, never the server's clock.
 //
 // A host's breaker is the hash hostKeys.breaker with the fields below, all
 // decimal integers except the two reasons; times are Unix milliseconds
@@ -64,11 +65,14 @@ var (
 	breakerLua string
 	//go:embed hold.lua
 	holdLua string
+	//go:embed reprieve.lua
+	reprieveLua string
 	//go:embed breaker_common.lua
 	breakerCommonLua string
 
-	breakerScript = redis.NewScript(breakerCommonLua + breakerLua)
-	holdScript    = redis.NewScript(breakerCommonLua + holdLua)
+	breakerScript  = redis.NewScript(breakerCommonLua + breakerLua)
+	holdScript     = redis.NewScript(breakerCommonLua + holdLua)
+	reprieveScript = redis.NewScript(breakerCommonLua + reprieveLua)
 )
 
 // DefaultIdleExpiry is how long an unheld breaker's hash and transition
@@ -234,6 +238,35 @@ func (b *Breakers) hold(ctx context.Context, op, host, reason string, now time.T
 	}
 	done, br, trs, err := parseReply(res)
 	return br, trs, done, err
+}
+
+// Reprieve sends host's breaker to half-open with the configured rest and
+// its down clock restarted at now, as breaker.Registry.Reprieve does after
+// a fault of the caller's own making that began at since, and logs the
+// transition with breaker.ReprieveReason. It applies only while the
+// breaker is still the circuit the fault opened: open, unheld, at
+// generation opened (breaker.Reprieved.Opened) and down since since or
+// later; otherwise (closed or re-opened since, by any process, or held) it
+// changes nothing and applied is false. The generation is the fence: a
+// reprieve is right whoever holds the host's lease now, as long as no one
+// has changed the circuit since.
+func (b *Breakers) Reprieve(ctx context.Context, host string, opened uint64, since, now time.Time) (br breaker.Breaker, trs []store.Transition, applied bool, err error) {
+	if b.cfg.Disabled {
+		br, _, err = b.Get(ctx, host)
+		return br, nil, false, err
+	}
+	k := keysOf(host)
+	res, err := reprieveScript.Run(ctx, b.rdb, []string{k.breaker, k.probe, k.transitions},
+		strconv.FormatUint(opened, 10), since.UnixMilli(), now.UnixMilli(), ms(b.cfg.Rest), ms(b.idleExpiry()),
+		host, breaker.ReprieveReason).Slice()
+	if err != nil {
+		return breaker.Breaker{}, nil, false, fmt.Errorf("reprieve the breaker of %s: %w", host, err)
+	}
+	applied, br, trs, err = parseReply(res)
+	if err != nil {
+		return breaker.Breaker{}, nil, false, fmt.Errorf("reprieve the breaker of %s: %w", host, err)
+	}
+	return br, trs, applied, nil
 }
 
 // Transitions returns host's logged transitions, oldest first.

@@ -233,7 +233,10 @@ type job struct {
 	settles bool
 	counted bool // counted in its host's writes
 	outcome *outcome
-	failAll *store.Result // FailHost's template
+	// reprieve, with outcome nil, is a local fault's end for host's shared
+	// breaker, applied in order with the outcomes.
+	reprieve *reprieve
+	failAll  *store.Result // FailHost's template
 	// token fences the job's writes for host (see ownedHost.token); 0: none.
 	token int64
 	// placement is where the archive wrote the completed page's records.
@@ -245,6 +248,11 @@ type outcome struct {
 	c      breaker.Class
 	detail string
 	at     time.Time
+}
+
+type reprieve struct {
+	opened    uint64
+	since, at time.Time
 }
 
 // Start claims the process's fleet ID (see ClaimID: refused with an
@@ -630,6 +638,15 @@ func supportsOp(kind store.OpKind) bool {
 // Outcome queues one breaker outcome for the host's shared breaker.
 func (f *Frontier) Outcome(t breaker.Ticket, c breaker.Class, detail string, at time.Time) {
 	f.push(job{host: t.Host, outcome: &outcome{t: t, c: c, detail: detail, at: at}, token: f.hostToken(t.Host)})
+}
+
+// Reprieve queues the end of a local fault for each host's shared
+// breaker (Breakers.Reprieve), after the outcomes queued before it: the
+// outcome that opened a circuit reaches the store before its reprieve.
+func (f *Frontier) Reprieve(hosts []breaker.Reprieved, since, at time.Time) {
+	for _, h := range hosts {
+		f.push(job{host: h.Host, reprieve: &reprieve{opened: h.Opened, since: since, at: at}})
+	}
 }
 
 // hostToken is the token of a lease of host in flight (the request the

@@ -455,6 +455,11 @@ func (f *Frontier) write(jobs []job) (err error) {
 		}
 	}
 	for _, j := range jobs {
+		if j.reprieve != nil {
+			if err := f.applyReprieve(ctx, j.host, j.reprieve); err != nil {
+				return err
+			}
+		}
 		if j.outcome == nil {
 			continue
 		}
@@ -474,6 +479,32 @@ func (f *Frontier) write(jobs []job) (err error) {
 			h.gen = b.Generation
 		}
 		f.mu.Unlock()
+	}
+	return nil
+}
+
+// applyReprieve sends host's shared breaker to half-open after a local
+// fault, if it is still the circuit the fault opened. When it is not, the
+// shared breaker stands and this process's copy, which the engine has
+// reprieved already, takes it back.
+func (f *Frontier) applyReprieve(ctx context.Context, host string, r *reprieve) error {
+	b, _, applied, err := f.o.Breakers.Reprieve(ctx, host, r.opened, r.since, r.at)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	h := f.hosts[host]
+	if h != nil {
+		h.gen = b.Generation
+	}
+	f.mu.Unlock()
+	if applied {
+		return nil
+	}
+	f.o.Logger.Info("the fleet's breaker was not reprieved after the local fault: it changed since the fault opened it",
+		"store", f.s.display, "host", host, "state", b.State.String(), "generation", b.Generation, "opened", r.opened)
+	if h != nil {
+		f.o.OnBreaker(host, b)
 	}
 	return nil
 }
