@@ -119,3 +119,17 @@ func (q fleetQueue) TryProbe(host string, generation uint64) (bool, error) {
 	defer cancel()
 	return q.Frontier.TryProbe(ctx, host, generation)
 }
+
+// JoinPageBudget makes the process a member of the fleet's --max-pages
+// (redisstore.JoinPageBudget): a new run of limit pages when no other
+// member is alive, else the live run's, whose limit and pages used come
+// back.
+func (f *fleet) JoinPageBudget(cfg frontier.Config, limit int) (b store.PageBudget, runLimit, used int, err error) {
+	o := f.options(cfg)
+	lease := redisstore.EffectiveLease(o.Lease, o.RequestTimeout)
+	pb, runLimit, used, err := f.Store.JoinPageBudget(context.Background(), o.ID, f.instance, limit, lease/2)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return pb, runLimit, used, nil
+}

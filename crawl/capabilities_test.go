@@ -251,7 +251,7 @@ func TestWhyIsTheSameOnEveryStore(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, target := range []backend.Target{{DB: "crawl.db"}, {Store: "redis://127.0.0.1:6379/0"}} {
 				caps := target.Capabilities()
-				e := &Engine{opts: DefaultOptions(), caps: caps}
+				e := &Engine{opts: DefaultOptions(), caps: caps, pageCap: newPageCap(0)}
 				if got := e.why(tc.ctx, tc.sum, tc.ranDry); got != tc.want {
 					t.Errorf("%s: why = %q, want %q", caps.Name, got, tc.want)
 				}

@@ -168,7 +168,7 @@ func (e *Engine) settle(x *exchange, d disposition) {
 		e.robotsDone(x.host)
 	}
 	if x.reserved && !x.requested {
-		e.unreservePage(l.Item)
+		e.pageCap.unreserve(l.Item.Hash)
 	}
 	if !d.hostWait.IsZero() {
 		e.front.Park(l.Item.Host, d.hostWait)

@@ -42,14 +42,12 @@ type Engine struct {
 	log          *slog.Logger
 
 	fetchCtx  context.Context // cancelled StopGrace after a stop: in-flight requests end
-	started   atomic.Int64    // pages requested this run, for --max-pages
-	pagesMu   sync.Mutex
-	pages     map[store.Hash]bool // with --max-pages: the URL hashes counted in started
-	hostPages *hostPages          // with --max-pages-per-host; nil without (hostcap.go)
-	givenUp   sync.Map            // host -> time.Time of its last FailHost
-	refresh   refresher           // --recrawl-after's walk over the results (recrawl.go)
-	widen     widening            // a wider scope's reading of the link graph (widen.go)
-	seedsRead seedRefresh         // a fleet's seed hosts as last read (fleetscope.go)
+	pageCap   *pageCap        // --max-pages (pagecap.go)
+	hostPages *hostPages      // with --max-pages-per-host; nil without (hostcap.go)
+	givenUp   sync.Map        // host -> time.Time of its last FailHost
+	refresh   refresher       // --recrawl-after's walk over the results (recrawl.go)
+	widen     widening        // a wider scope's reading of the link graph (widen.go)
+	seedsRead seedRefresh     // a fleet's seed hosts as last read (fleetscope.go)
 	persistMu sync.Mutex
 	holdMu    sync.Mutex // serializes syncHold
 	// seedsFetched and seedsFailed count this run's outcomes of seeds and
@@ -140,7 +138,7 @@ func New(opts Options, db Store) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{opts: opts, db: db, caps: caps, token: robots.ProductToken(opts.UserAgent), log: opts.Logger,
-		hosts: newHostTable(opts.Delay), pages: map[store.Hash]bool{}, hostPages: newHostPages(opts.MaxPagesPerHost),
+		hosts: newHostTable(opts.Delay), pageCap: newPageCap(opts.MaxPages), hostPages: newHostPages(opts.MaxPagesPerHost),
 		runStart: opts.Now(), halted: make(chan struct{})}
 	e.budget = NewRetryBudget(opts.RetryBudget, time.Minute, 3)
 	e.guard = newFaultGuard(opts.LocalFault)
@@ -154,6 +152,9 @@ func New(opts Options, db Store) (*Engine, error) {
 	// The fleet ID is taken before anything is written under it, and
 	// after the seeds, whose settings mark an empty store as a crawl's.
 	if err := e.claimProcess(); err != nil {
+		return nil, err
+	}
+	if err := e.joinFleetPages(); err != nil { // pagecap.go
 		return nil, err
 	}
 	// The frontier opens here, not in Run, so that the control socket can
@@ -276,6 +277,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 
 	exhausted := e.runWorkers(stopCtx)
 	stop()
+	e.leaveFleetPages()
 	e.guard.stop()
 	e.heartbeat(e.opts.Now())
 	e.persistBreakers()
@@ -334,8 +336,8 @@ func (e *Engine) why(ctx context.Context, sum Summary, ranDry bool) string {
 		return "no URL left to fetch"
 	case ctx.Err() != nil:
 		return "stopped by a signal"
-	case e.opts.MaxPages > 0 && e.started.Load() >= int64(e.opts.MaxPages):
-		return fmt.Sprintf("--max-pages %d reached", e.opts.MaxPages)
+	case e.pageCap.reached():
+		return e.pageCap.why()
 	case e.opts.MaxDuration > 0 && sum.Duration >= e.opts.MaxDuration:
 		return fmt.Sprintf("--max-duration %s reached", e.opts.MaxDuration)
 	case ranDry && sum.HeldWork > 0:
@@ -374,7 +376,7 @@ func (e *Engine) runWorkers(ctx context.Context) bool {
 // is exhausted.
 func (e *Engine) work(ctx context.Context) bool {
 	for ctx.Err() == nil {
-		if e.opts.MaxPages > 0 && e.started.Load() >= int64(e.opts.MaxPages) {
+		if e.pageCap.reached() {
 			return false
 		}
 		if e.guard.wait(ctx) != nil {

@@ -149,7 +149,7 @@ var flagTable = []Flag{
 		Help:  "soft limit in bytes on the crawler's memory (heap, stacks, runtime): past it the garbage collector works harder instead of letting the heap double; 0, or GOMEMLIMIT in the environment, leaves the Go runtime's own",
 		field: func(v *FlagValues) any { return &v.Options.MemoryLimit }},
 	{Name: "max-pages", Group: GroupRun, Why: whyLimit,
-		Help:  "stop after attempting this many pages this run (0: unlimited)",
+		Help:  "stop after attempting this many pages this run (0: unlimited); on a --store, between the processes crawling it together",
 		field: func(v *FlagValues) any { return &v.Options.MaxPages }},
 	{Name: "max-duration", Group: GroupRun, Why: whyLimit,
 		Help:  "stop cleanly after this long (0: no limit); exit code 3 if work is left",

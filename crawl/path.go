@@ -62,36 +62,24 @@ const (
 	classOutOfScope = "out-of-scope"
 )
 
-// reservePage claims one of --max-pages for a page this run has not
-// requested yet, so that concurrent workers never start more pages than
-// the limit. settle gives the claim back when the page was not requested
-// after all (robots.txt was fetched instead, the host was not ready). A
-// page requested once keeps its claim whatever comes back, so a 429 or a
-// retry does not count it twice. The claims are kept by URL, at most
-// --max-pages of them.
+// reservePage takes one of --max-pages (pagecap.go) for a page this run
+// has not requested yet, so that concurrent workers never start more
+// pages than the limit; settle gives it back when the page was not
+// requested after all.
 func (e *Engine) reservePage(x *exchange) (disposition, bool) {
-	if e.opts.MaxPages == 0 || x.lease.Item.Kind == store.KindRequisite {
+	if e.pageCap.limit == 0 || x.lease.Item.Kind == store.KindRequisite {
 		return disposition{}, false
 	}
-	e.pagesMu.Lock()
-	defer e.pagesMu.Unlock()
-	if e.pages[x.lease.Item.Hash] {
-		return disposition{}, false
-	}
-	if len(e.pages) >= e.opts.MaxPages {
+	ok, err := e.pageCap.reserve(x.lease.Item.Hash)
+	if err != nil {
+		e.halt(err)
 		return released(), true
 	}
-	e.pages[x.lease.Item.Hash] = true
-	e.started.Store(int64(len(e.pages)))
+	if !ok {
+		return released(), true
+	}
 	x.reserved = true
 	return disposition{}, false
-}
-
-func (e *Engine) unreservePage(it store.Item) {
-	e.pagesMu.Lock()
-	defer e.pagesMu.Unlock()
-	delete(e.pages, it.Hash)
-	e.started.Store(int64(len(e.pages)))
 }
 
 // authorise checks the crawl's scope, its trap rules (traps.go) and

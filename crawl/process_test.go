@@ -110,7 +110,7 @@ func TestProcessGivesBack(t *testing.T) {
 				if len(reqs) != 1 || reqs[0].CutShort != (tt.stopAfter > 0) {
 					t.Errorf("requests %+v, want one, cut short: %v", reqs, tt.stopAfter > 0)
 				}
-				if n := r.e.started.Load(); n != 0 {
+				if n := r.e.pageCap.started.Load(); n != 0 {
 					t.Errorf("%d of --max-pages held after the give-back, want the reservation returned", n)
 				}
 				if tt.probe {
@@ -144,7 +144,7 @@ func TestProcessGivesBack(t *testing.T) {
 			if reqs := r.f.requests(""); len(reqs) != 1 {
 				t.Errorf("requests %v, want only the first page", urlsOf(reqs))
 			}
-			if n := r.e.started.Load(); n != 1 {
+			if n := r.e.pageCap.started.Load(); n != 1 {
 				t.Errorf("started = %d, want 1", n)
 			}
 			// /p/2 was found on the first page.

@@ -28,7 +28,7 @@ type Progress struct {
 // Progress reads the crawl's figures; it is safe while the crawl runs.
 func (e *Engine) Progress() Progress {
 	now := e.opts.Now()
-	p := Progress{InFlight: e.front.InFlight(), Started: e.started.Load(), MaxPages: int64(e.opts.MaxPages)}
+	p := Progress{InFlight: e.front.InFlight(), Started: e.pageCap.started.Load(), MaxPages: int64(e.pageCap.limit)}
 	if !e.runStart.IsZero() {
 		p.Elapsed = now.Sub(e.runStart)
 	}

@@ -168,3 +168,38 @@ func TestFleetMaxPagesPerHost(t *testing.T) {
 	}
 	mustRun(t, cli.ExitOK, "verify", "--store", rs.URL())
 }
+
+// --max-pages 30 on three processes is one budget: the fleet asks for 30
+// pages at most between them (a few fewer when a process stops holding
+// places it gives back too late for the others), all three stop with work
+// left, and the next run, once they are gone, has 30 of its own.
+func TestFleetMaxPages(t *testing.T) {
+	bin := buildBinary(t)
+	rs := redistest.Start(t)
+	hosts := []*parityHost{startParityHost(t, 25), startParityHost(t, 25), startParityHost(t, 25), startParityHost(t, 25)}
+	var seeds []string
+	for _, h := range hosts {
+		seeds = append(seeds, h.srv.URL+"/")
+	}
+	seen := map[string]int{}
+	for run := 1; run <= 2; run++ {
+		runFleetOf(t, bin, rs.URL(), 3, seeds, cli.ExitWorkLeft, "--max-pages", "30")
+		total := 0
+		for _, h := range hosts {
+			for path, n := range h.take() {
+				total += n
+				seen[h.srv.URL+path] += n
+			}
+		}
+		t.Logf("run %d: %d pages asked for", run, total)
+		if total > 30 || total < 24 {
+			t.Errorf("run %d: three processes with --max-pages 30 asked for %d pages, want 24-30", run, total)
+		}
+	}
+	for u, n := range seen {
+		if n != 1 {
+			t.Errorf("%s asked %d times over the two runs", u, n)
+		}
+	}
+	mustRun(t, cli.ExitOK, "verify", "--store", rs.URL())
+}

@@ -19,10 +19,12 @@
 //	             wake, restore; it announces ready hosts on the work channel
 //	lease.lua    a host's lease and its fence token, on the host's slot
 //	proc.lua     the processes' heartbeats: one live process per fleet ID
+//	budget.lua   the fleet's --max-pages, taken in chunks (budget.go)
 //	breaker.lua  one outcome applied to a host's shared breaker, with its
-//	hold.lua     transitions logged; pauses and case releases; both begin
-//	             with breaker_common.lua (reading, logging, writing a breaker)
-//	breaker.go   the Go side of both, and the fleet's probe gate (SET NX PX)
+//	hold.lua     transitions logged; pauses and case releases;
+//	reprieve.lua a local fault's end; the three begin with
+//	             breaker_common.lua (reading, logging, writing a breaker)
+//	breaker.go   the Go side of them, and the fleet's probe gate (SET NX PX)
 //	frontier.go  the fleet frontier of one process: the hosts it holds and
 //	manager.go   their leases (manager.go) and the batching writer
 //	writer.go    (writer.go), behind the engine's frontier interface

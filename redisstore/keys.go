@@ -14,6 +14,7 @@ import (
 //	bw:{meta}:schema               string: the store's schema marker (schemaMarker)
 //	bw:{meta}:settings             string: the crawl's stored settings (JSON)
 //	bw:{meta}:procs                hash: process id -> last heartbeat (JSON; see proc.lua)
+//	bw:{meta}:budget               hash: the fleet run's --max-pages (see budget.lua)
 //	bw:{H}:q                  zset: queued URL hash -> seq (FIFO per host)
 //	bw:{H}:d                  zset: deferred URL hash -> due (Unix ms)
 //	bw:{H}:u                  hash: URL hash -> encoded store.Item (queued or deferred)

@@ -66,3 +66,14 @@ type SettingConflict struct {
 	Other, Ours []byte
 	Replaced    bool
 }
+
+// PageBudget is one process's part in a --max-pages that the processes
+// crawling a store at once share: pages are taken from it a few at a time
+// and the unused ones given back when the process stops.
+type PageBudget interface {
+	// Take takes up to want pages, fewer as the budget runs out; 0 when
+	// it has.
+	Take(want int) (int, error)
+	// Leave gives back unused pages of those taken.
+	Leave(unused int) error
+}
