@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"breakwater/breaker"
 	"breakwater/frontier"
 	"breakwater/redisstore"
 	"breakwater/store"
@@ -113,6 +114,12 @@ func (f *fleet) Discard() error { return f.Close() }
 
 // fleetQueue gives the fleet frontier the engine's names.
 type fleetQueue struct{ *redisstore.Frontier }
+
+func (q fleetQueue) ForeignBreaker(host string) (breaker.Breaker, bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return q.Frontier.ForeignBreaker(ctx, host)
+}
 
 func (q fleetQueue) TryProbe(host string, generation uint64) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -78,12 +78,27 @@ func (e *Engine) fetchRobots(ctx context.Context, x *exchange) (refused *hopRefu
 // hop makes one robots.txt redirect hop to another host, admitted by that
 // host's breaker and paced by its politeness, and feeds the outcome to its
 // breaker. When the host may not be asked now, nothing is sent to it and
-// refused says why.
+// refused says why. On a fleet the target's breaker is the store's, read
+// first when another process may hold the host, and a half-open probe of
+// it takes the fleet's probe gate like any other.
 func (e *Engine) hop(ctx context.Context, host, url string) (resp *fetch.Response, refused *hopRefused) {
 	now := e.opts.Now()
+	b, shared, err := e.front.ForeignBreaker(host)
+	if err != nil {
+		e.log.Warn("read the fleet's breaker of a robots.txt redirect's target", "host", host, "err", err)
+		return nil, &hopRefused{host: host, until: now.Add(time.Second)}
+	}
+	if shared {
+		e.breakers.Load(host, b)
+	}
 	d := e.breakers.Admit(host, now)
 	if !d.Allowed {
 		return nil, &hopRefused{host: host, until: d.RetryAt, hold: d.Hold}
+	}
+	if !e.takeProbeGate(d.Ticket) {
+		// Another process of the fleet probes the host.
+		e.cancelTicket(d.Ticket, now)
+		return nil, &hopRefused{host: host, until: now.Add(time.Second)}
 	}
 	hs := e.hosts.get(host, now)
 	hs.mu.Lock()

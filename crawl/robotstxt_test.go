@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"breakwater/breaker"
+	"breakwater/frontier"
 )
 
 const (
@@ -202,5 +203,74 @@ func wantURLs(t *testing.T, reqs []fetched, urls ...string) {
 			t.Errorf("requests %v, want %v", urlsOf(reqs), urls)
 			return
 		}
+	}
+}
+
+// fleetView is a frontier whose store shares the breakers of hosts this
+// process does not hold (foreign), and whose probe gate another process
+// may hold (gateTaken): what a fleet's frontier says of a robots.txt
+// redirect's target another process crawls.
+type fleetView struct {
+	frontier.Queue
+	foreign   map[string]breaker.Breaker
+	gateTaken bool
+	gates     []uint64 // the generations the probe gate was asked for
+}
+
+func (q *fleetView) ForeignBreaker(host string) (breaker.Breaker, bool, error) {
+	b, ok := q.foreign[host]
+	return b, ok, nil
+}
+
+func (q *fleetView) TryProbe(host string, generation uint64) (bool, error) {
+	q.gates = append(q.gates, generation)
+	return !q.gateTaken, nil
+}
+
+// On a fleet, a robots.txt hop to a host another process crawls follows
+// the fleet's breaker of that host, not this process's empty copy: open,
+// the host is not asked; half-open, the hop is its probe and must win the
+// fleet's probe gate first.
+func TestRobotsRedirectOnAFleetFollowsTheSharedBreaker(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		shared    breaker.Breaker
+		gateTaken bool
+		wantB     int // requests to b.test
+		wantGate  bool
+	}{
+		{name: "open for the fleet", shared: breaker.Breaker{State: breaker.Open, OpenedAt: time.Now(), Rest: time.Hour, DownSince: time.Now(), Generation: 4}},
+		{name: "half-open, another process probes", shared: breaker.Breaker{State: breaker.HalfOpen, Rest: time.Hour, DownSince: time.Now(), Generation: 5},
+			gateTaken: true, wantGate: true},
+		{name: "half-open, the hop is the probe", shared: breaker.Breaker{State: breaker.HalfOpen, Rest: time.Hour, DownSince: time.Now(), Generation: 5},
+			wantB: 1, wantGate: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				opts := rigOptions(aRoot)
+				opts.MaxDuration = 10 * time.Second
+				s := site{}.chain("a.test", 2)
+				s[aRobots] = redirectPage(301, bRobots)
+				s[bRobots] = page{status: 200, body: "User-agent: *\nAllow: /\n"}
+				r := newRig(t, opts, siteFetcher(s))
+				shared := tc.shared
+				shared.OpenedAt, shared.DownSince = time.Now(), time.Now()
+				view := &fleetView{Queue: r.e.front, foreign: map[string]breaker.Breaker{"b.test": shared}, gateTaken: tc.gateTaken}
+				r.e.front = view
+				r.add(0, aRoot)
+
+				r.run()
+
+				if got := len(r.f.requests("b.test")); got != tc.wantB {
+					t.Errorf("b.test got %d requests, want %d", got, tc.wantB)
+				}
+				if tc.wantGate && (len(view.gates) == 0 || view.gates[0] != shared.Generation) {
+					t.Errorf("probe gate asked for generations %v, want %d", view.gates, shared.Generation)
+				}
+				if !tc.wantGate && len(view.gates) != 0 {
+					t.Errorf("probe gate asked for %v of an open circuit", view.gates)
+				}
+			})
+		})
 	}
 }

@@ -57,6 +57,12 @@ type Queue interface {
 	// shared breakers one process of all those crawling the store probes a
 	// host at a time; otherwise the engine's own registry is the only gate.
 	TryProbe(host string, generation uint64) (bool, error)
+	// ForeignBreaker reads the shared breaker of a host this process does
+	// not hold (a robots.txt redirect's target), for the engine to take in
+	// before it admits a request there; ok is false when the store's
+	// breakers are not shared, or the process holds the host and its
+	// registry is the current copy.
+	ForeignBreaker(host string) (b breaker.Breaker, ok bool, err error)
 	// Reprieve hands the end of a local fault that began at since to the
 	// shared breakers of hosts, which the engine's registry has just sent
 	// to half-open (breaker.Registry.Reprieve), in a store whose breakers
@@ -107,6 +113,11 @@ func (f *Frontier) Outcome(breaker.Ticket, breaker.Class, string, time.Time) {}
 // TryProbe always wins: one process crawls the file, and its registry has
 // already admitted the probe.
 func (f *Frontier) TryProbe(string, uint64) (bool, error) { return true, nil }
+
+// ForeignBreaker has none: the file's breakers are the engine's registry.
+func (f *Frontier) ForeignBreaker(string) (breaker.Breaker, bool, error) {
+	return breaker.Breaker{}, false, nil
+}
 
 // Reprieve does nothing: the file's breakers are the engine's registry.
 func (f *Frontier) Reprieve([]breaker.Reprieved, time.Time, time.Time) {}

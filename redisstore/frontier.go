@@ -675,6 +675,24 @@ func (f *Frontier) TryProbe(ctx context.Context, host string, generation uint64)
 	return f.o.Breakers.TryProbe(ctx, host, generation)
 }
 
+// ForeignBreaker reads host's shared breaker unless this process holds
+// the host (its engine's copy is then the current one, and outcomes not
+// yet written would be lost from it); a host with none stored reads as a
+// clean closed breaker.
+func (f *Frontier) ForeignBreaker(ctx context.Context, host string) (breaker.Breaker, bool, error) {
+	f.mu.Lock()
+	_, held := f.hosts[host]
+	f.mu.Unlock()
+	if held {
+		return breaker.Breaker{}, false, nil
+	}
+	b, _, err := f.o.Breakers.Get(ctx, host)
+	if err != nil {
+		return breaker.Breaker{}, false, err
+	}
+	return b, true, nil
+}
+
 // Down reports whether Redis is unreachable right now.
 func (f *Frontier) Down() bool {
 	f.mu.Lock()
