@@ -2,10 +2,12 @@
 -- KEYS: 1 queue (zset hash->seq), 2 deferred (zset hash->due ms),
 --       3 items (hash hash->entry), 4 seen (set), 5 results (hash), 6 counts (hash),
 --       7 warc (hash hash->"FILE OFFSET"), 8 lease (lease.lua's hash),
---       9 fetched (zset hash->fetch ms of each stored page; refresh.lua)
+--       9 fetched (zset hash->fetch ms of each stored page; refresh.lua),
+--       10 robots (string), 11 cases (list)
 -- ARGV: a flat list of operations, each a code and its fields:
 --   F token                    fence the operations after it that settle
---                              the host's URLs (C, D, P, W): they are
+--                              the host's URLs or records (C, D, P, W, K,
+--                              X): they are
 --                              applied only while token is the host's
 --                              lease token (lease.lua), refused and
 --                              counted otherwise; '' lifts the fence
@@ -19,6 +21,9 @@
 --   D hash entry due           defer: move from the queue to the deferred set
 --   P now limit                promote up to limit deferred URLs due by now
 --   W hash placement           where a completed URL's WARC records are
+--   K rules expiry             the host's robots.txt rules, cached for
+--                              expiry ms
+--   X case                     append one of the host's cases (JSON)
 --   T hash fetched             the page a C of this batch stored was fetched
 --                              at fetched (ms): indexed for refreshes (a
 --                              failure stored by a C leaves the index)
@@ -84,9 +89,10 @@ end
 local i = 1
 while i <= #ARGV do
   local op = ARGV[i]
-  if not fenced and (op == 'C' or op == 'D' or op == 'P' or op == 'W') then
+  local settles = ({C = 5, D = 4, P = 3, W = 3, K = 3, X = 2})[op]
+  if not fenced and settles then
     refused = refused + 1
-    i = i + ({C = 5, D = 4, P = 3, W = 3})[op]
+    i = i + settles
   elseif op == 'F' then
     fenced = ARGV[i + 1] == '' or ARGV[i + 1] == current
     i = i + 2
@@ -163,6 +169,12 @@ while i <= #ARGV do
   elseif op == 'W' then
     redis.call('HSET', w, ARGV[i + 1], ARGV[i + 2])
     i = i + 3
+  elseif op == 'K' then
+    redis.call('SET', KEYS[10], ARGV[i + 1], 'PX', ARGV[i + 2])
+    i = i + 3
+  elseif op == 'X' then
+    redis.call('RPUSH', KEYS[11], ARGV[i + 1])
+    i = i + 2
   else
     return redis.error_reply('apply.lua: unknown operation ' .. tostring(op))
   end

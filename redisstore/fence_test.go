@@ -89,7 +89,7 @@ func TestLeaseScriptSteps(t *testing.T) {
 }
 
 // TestApplyScriptFence: the settling operations (complete, defer, promote,
-// placement) after F are applied only with the host's current token and
+// placement, robots.txt rules, cases) after F are applied only with the host's current token and
 // counted as refused otherwise; adds are applied whoever sends them.
 func TestApplyScriptFence(t *testing.T) {
 	srv := redistest.Start(t)
@@ -108,19 +108,33 @@ func TestApplyScriptFence(t *testing.T) {
 	stale := append([]any{"F", "1"}, ftComplete(t, a, page)...)
 	stale = append(stale, ftDefer(b, 5000)...)
 	stale = append(stale, "W", hashKey(a.Hash), "f.warc.gz 0")
+	stale = append(stale, "K", `{"stale":true}`, 60000, "X", `{"host":"fence.test","stale":true}`)
 	stale = append(stale, ftAdd(c)...)
-	if got := ftApplyAll(t, rdb, host, stale...); fmt.Sprint(got) != "[1 0 0 0 3 2]" {
-		t.Fatalf("token 1's writes: %v, want c added, 3 refused, current token 2", got)
+	if got := ftApplyAll(t, rdb, host, stale...); fmt.Sprint(got) != "[1 0 0 0 5 2]" {
+		t.Fatalf("token 1's writes: %v, want c added, 5 refused, current token 2", got)
 	}
 	ftWantCounts(t, rdb, host, map[string]int64{"queued": 3, "fetched": 0, "deferred": 0})
 	if n, _ := rdb.HLen(ctx, keysOf(host).warc).Result(); n != 0 {
 		t.Fatalf("a refused placement was stored")
 	}
+	if n, _ := rdb.Exists(ctx, keysOf(host).robots, keysOf(host).cases).Result(); n != 0 {
+		t.Fatalf("a refused robots.txt cache or case was stored")
+	}
 	current := append([]any{"F", "2"}, ftComplete(t, a, page)...)
+	current = append(current, "K", `{"rules":1}`, 60000, "X", `{"host":"fence.test"}`)
 	current = append(current, "F", "")
 	current = append(current, ftDefer(b, 5000)...)
 	if got := ftApplyAll(t, rdb, host, current...); fmt.Sprint(got) != "[0 1 1 0 0 2]" {
 		t.Fatalf("token 2's and unfenced writes: %v, want one completed, one deferred", got)
+	}
+	if rules, _ := rdb.Get(ctx, keysOf(host).robots).Result(); rules != `{"rules":1}` {
+		t.Errorf("robots.txt cache %q, want the lease holder's", rules)
+	}
+	if ttl, _ := rdb.PTTL(ctx, keysOf(host).robots).Result(); ttl <= 0 || ttl > time.Minute {
+		t.Errorf("robots.txt cache expires in %v, want within the minute asked", ttl)
+	}
+	if cases, _ := rdb.LRange(ctx, keysOf(host).cases, 0, -1).Result(); len(cases) != 1 || cases[0] != `{"host":"fence.test"}` {
+		t.Errorf("cases %q, want the lease holder's one", cases)
 	}
 }
 

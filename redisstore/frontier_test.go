@@ -42,7 +42,7 @@ func ftApplyAll(t *testing.T, rdb redis.UniversalClient, host string, ops ...any
 	t.Helper()
 	k := keysOf(host)
 	res, err := applyScript.Run(context.Background(), rdb,
-		[]string{k.queue, k.deferred, k.items, k.seen, k.results, k.counts, k.warc, k.lease}, ops...).Int64Slice()
+		[]string{k.queue, k.deferred, k.items, k.seen, k.results, k.counts, k.warc, k.lease, k.fetched, k.robots, k.cases}, ops...).Int64Slice()
 	if err != nil {
 		t.Fatalf("apply.lua %v: %v", ops, err)
 	}
@@ -242,7 +242,7 @@ func TestApplyScript(t *testing.T) {
 
 	// An unknown operation is refused.
 	kk := keysOf(host)
-	err = applyScript.Run(ctx, rdb, []string{kk.queue, kk.deferred, kk.items, kk.seen, kk.results, kk.counts}, "X").Err()
+	err = applyScript.Run(ctx, rdb, []string{kk.queue, kk.deferred, kk.items, kk.seen, kk.results, kk.counts}, "Z").Err()
 	if err == nil || !strings.Contains(err.Error(), "unknown operation") {
 		t.Fatalf("unknown operation: %v", err)
 	}

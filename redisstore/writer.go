@@ -345,13 +345,17 @@ func (f *Frontier) write(jobs []job) (err error) {
 				o := of(op.Key)
 				o.args = append(o.args, "H", n)
 			case store.OpPutRobots:
-				extra.Set(ctx, keysOf(op.Key).robots, op.Value, idleExpiry)
+				o := of(op.Key)
+				o.fenceWith(fenceOf(j, op.Key))
+				o.args = append(o.args, "K", op.Value, ms(idleExpiry))
 			case store.OpAppendCase:
 				c, err := store.DecodeCase(0, op.Value)
 				if err != nil {
 					return err
 				}
-				extra.RPush(ctx, keysOf(c.Host).cases, op.Value)
+				o := of(c.Host)
+				o.fenceWith(fenceOf(j, c.Host))
+				o.args = append(o.args, "X", op.Value)
 			case store.OpResolveCases:
 				resolves = append(resolves, resolveCase{host: op.Key, at: op.At})
 			case store.OpPutArchiveState:
@@ -394,7 +398,8 @@ func (f *Frontier) write(jobs []job) (err error) {
 	cmds := make([]*redis.Cmd, len(order))
 	for i, host := range order {
 		k := keysOf(host)
-		cmds[i] = applyScript.EvalSha(ctx, pipe, []string{k.queue, k.deferred, k.items, k.seen, k.results, k.counts, k.warc, k.lease, k.fetched},
+		cmds[i] = applyScript.EvalSha(ctx, pipe, []string{k.queue, k.deferred, k.items, k.seen, k.results, k.counts, k.warc, k.lease, k.fetched,
+			k.robots, k.cases},
 			ops[host].args...)
 	}
 	if len(order) > 0 {
