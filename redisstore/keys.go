@@ -45,7 +45,7 @@ const (
 	Shards = 16
 	// schemaMarker names the store's layout; a store holding another value
 	// belongs to another program or another version.
-	schemaMarker = "breakwater-fleet/1"
+	schemaMarker = "breakwater-fleet/2"
 )
 
 const (

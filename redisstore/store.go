@@ -162,6 +162,13 @@ func (s *Store) check(ctx context.Context, mode Mode) error {
 	case errors.Is(err, redis.Nil):
 	case err != nil:
 		return fmt.Errorf("read %s: %w", keySchema, err)
+	case marker == previousSchemaMarker && mode == Create:
+		if err := s.upgrade(ctx); err != nil {
+			return err
+		}
+		return s.loadScripts(ctx)
+	case marker == previousSchemaMarker:
+		return s.loadScripts(ctx) // read as it is (upgrade.go)
 	case marker != schemaMarker:
 		return fmt.Errorf("holds another crawl's schema %q (key %s); this build uses %q: use another database", marker, keySchema, schemaMarker)
 	default:

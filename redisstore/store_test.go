@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"slices"
 	"strconv"
@@ -314,5 +315,41 @@ func TestOpenEvictionPolicy(t *testing.T) {
 	}
 	if err := evictionAllowed("# Memory\r\nused_memory:1\r\n"); err == nil || !strings.Contains(err.Error(), "maxmemory_policy") {
 		t.Errorf("INFO without maxmemory_policy: %v", err)
+	}
+}
+
+// A store of the previous layout is read as it is; a crawl upgrades it,
+// unless a process of the older build is crawling it now (its heartbeat
+// is fresh), which the refusal names.
+func TestOpenUpgradesThePreviousLayout(t *testing.T) {
+	t.Setenv(PasswordEnv, "")
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	url := srv.URL()
+	rdb.Set(ctx, keySchema, previousSchemaMarker, 0)
+	rdb.Set(ctx, keySettings, "{}", 0)
+	srvMS := func() int64 { t, _ := rdb.Time(ctx).Result(); return t.UnixMilli() }
+	rdb.HSet(ctx, keyProcs, "old-1", fmt.Sprintf(`{"instance":"x","server_ms":%d}`, srvMS()-2000))
+
+	s, err := Open(ctx, url, ReadOnly)
+	if err != nil {
+		t.Fatalf("read-only open of the previous layout: %v", err)
+	}
+	s.Close()
+	stRefused(t, url, Create, "", "store "+url, previousSchemaMarker, "old-1 (last heartbeat 2", "stop them")
+	if m, _ := rdb.Get(ctx, keySchema).Result(); m != previousSchemaMarker {
+		t.Fatalf("a refused upgrade left marker %q", m)
+	}
+
+	// The old process stopped long enough ago: the crawl upgrades.
+	rdb.HSet(ctx, keyProcs, "old-1", fmt.Sprintf(`{"instance":"x","server_ms":%d}`, srvMS()-upgradeQuiet.Milliseconds()-1))
+	s, err = Open(ctx, url, Create)
+	if err != nil {
+		t.Fatalf("upgrade with no live process of the old build: %v", err)
+	}
+	s.Close()
+	if m, _ := rdb.Get(ctx, keySchema).Result(); m != schemaMarker {
+		t.Fatalf("marker after the upgrade %q, want %q", m, schemaMarker)
 	}
 }

@@ -194,7 +194,7 @@ func (k *redisKit) fresh(t *testing.T) {
 		}
 	}
 	must(k.rdb.FlushDB(ctx).Err())
-	must(k.rdb.Set(ctx, "bw:{meta}:schema", "breakwater-fleet/1", 0).Err())
+	must(k.rdb.Set(ctx, "bw:{meta}:schema", "breakwater-fleet/2", 0).Err())
 	counts := map[string]map[string]int64{}
 	count := func(host, field string) {
 		if counts[host] == nil {
