@@ -62,7 +62,7 @@ func (s *Store) upgrade(ctx context.Context) error {
 	for i := 1; i+1 < len(res); i += 2 {
 		id, _ := res[i].(string)
 		age, _ := res[i+1].(int64)
-		live = append(live, fmt.Sprintf("%s (last heartbeat %s ago)", id, (time.Duration(age) * time.Millisecond).Round(time.Millisecond)))
+		live = append(live, fmt.Sprintf("%s (last heartbeat %s ago)", id, (time.Duration(age)*time.Millisecond).Round(time.Millisecond)))
 	}
 	return fmt.Errorf("holds a crawl of an older build's layout %q that processes of that build are crawling now: %s; stop them, then start this build, which upgrades the store to %q (the older build then refuses it)",
 		previousSchemaMarker, strings.Join(live, ", "), schemaMarker)
