@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -145,5 +146,62 @@ func TestReprieveDisabled(t *testing.T) {
 	}
 	if d := diffBreaker(got, start); d != "" {
 		t.Error(d)
+	}
+}
+
+// An outcome that moves a held host's shared circuit hands the engine the
+// store's breaker, generation included, so that the engine's next tickets
+// (a probe's, a local fault's reprieve) name the store's circuit; one that
+// moves nothing costs no callback.
+func TestMovedCircuitIsHandedToTheEngine(t *testing.T) {
+	srv := redistest.Start(t)
+	s := ftStore(t, srv.URL())
+	o := ftOptions(s, "p1", 0, 4)
+	o.Breakers = NewBreakers(s.Client(), breaker.Config{Threshold: 2, Rest: time.Minute, Probes: 1})
+	var mu sync.Mutex
+	var handed []breaker.Breaker
+	o.OnBreaker = func(host string, b breaker.Breaker) {
+		mu.Lock()
+		defer mu.Unlock()
+		handed = append(handed, b)
+	}
+	f := OpenFrontier(s, o)
+	defer f.Close()
+	items := ftSite(1, 3)
+	if err := f.Add(items...); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := f.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := l.Item.Host
+	// The engine's own generations need not be the store's: 40 here.
+	f.Outcome(breaker.Ticket{Host: host, Generation: 40}, breaker.Transient, "timeout", time.Now())
+	waitUntil(t, 5*time.Second, "the first failure is stored", func() bool {
+		b, _, _ := o.Breakers.Get(ctx, host)
+		return b.Failures == 1
+	})
+	mu.Lock()
+	if len(handed) != 0 {
+		t.Errorf("a failure that opened nothing handed the engine %v", handed)
+	}
+	mu.Unlock()
+	f.Outcome(breaker.Ticket{Host: host, Generation: 40}, breaker.Transient, "timeout", time.Now())
+	waitUntil(t, 5*time.Second, "the opened circuit is handed to the engine", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(handed) > 0
+	})
+	shared, _, err := o.Breakers.Get(ctx, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := handed[len(handed)-1]; got.State != breaker.Open || got.Generation != shared.Generation {
+		t.Errorf("handed %v gen %d, want the store's open circuit gen %d", got.State, got.Generation, shared.Generation)
 	}
 }

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"breakwater/breaker"
 	"breakwater/store"
 	"context"
 	"encoding/binary"
@@ -459,6 +460,7 @@ func (f *Frontier) write(jobs []job) (err error) {
 			return err
 		}
 	}
+	moved := map[string]breaker.Breaker{}
 	for _, j := range jobs {
 		if j.reprieve != nil {
 			if err := f.applyReprieve(ctx, j.host, j.reprieve); err != nil {
@@ -469,7 +471,7 @@ func (f *Frontier) write(jobs []job) (err error) {
 			continue
 		}
 		o := j.outcome
-		b, _, applied, err := f.o.Breakers.FencedOutcome(ctx, o.t, o.c, o.detail, o.at, j.token)
+		b, trs, applied, err := f.o.Breakers.FencedOutcome(ctx, o.t, o.c, o.detail, o.at, j.token)
 		if err != nil {
 			return fmt.Errorf("breaker outcome of %s: %w", o.t.Host, err)
 		}
@@ -482,8 +484,18 @@ func (f *Frontier) write(jobs []job) (err error) {
 		f.mu.Lock()
 		if h := f.hosts[o.t.Host]; h != nil {
 			h.gen = b.Generation
+			if len(trs) > 0 {
+				moved[o.t.Host] = b
+			}
 		}
 		f.mu.Unlock()
+	}
+	// A shared circuit that moved is handed to the engine as it now is:
+	// the engine's copy made the same move from the same outcomes, but
+	// numbers its generations its own way, and the tickets it issues
+	// next (a probe's above all) must carry the store's.
+	for host, b := range moved {
+		f.o.OnBreaker(host, b)
 	}
 	return nil
 }
