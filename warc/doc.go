@@ -5,8 +5,8 @@
 // other (WARC-Concurrent-To), with the bytes as they crossed the wire
 // (fetch.Wire) and sha1 block and payload digests in base32, as wget and
 // Heritrix write them: the block's over those bytes, the payload's over
-// the body de-chunked, content coding kept (payload.go). The records' fields are gowarc's (WarcFields, its
-// field names and profiles), and gowarc reads them back in Check; they are
+// the body de-chunked, content coding kept (payload.go). The records' fields use gowarc's field names and
+// profiles, written as they are (warcFields), and gowarc reads them back in Check; they are
 // laid out here rather than by gowarc's record builder, which buffers,
 // reparses and validates every block and was most of the archive's cost
 // (see BENCHMARKS.md). A payload archived before in the crawl is written

@@ -125,8 +125,8 @@ const (
 )
 
 // encode builds the request and response (or revisit) records of ex,
-// their fields written with gowarc's WarcFields and read back by gowarc in
-// Check. The records are laid out here rather than by gowarc's record
+// their fields named as gowarc names them (warcFields) and read back by
+// gowarc in Check. The records are laid out here rather than by gowarc's record
 // builder, which buffers, parses and validates every block again: four
 // fifths of the archive's cost per page, for bytes that are ours to start
 // with. first finds the first capture of a payload, for --warc-dedupe; nil
@@ -158,8 +158,8 @@ func encode(ex Exchange, first firstCapture, spoolDir string) (*Entry, error) {
 		return nil, fmt.Errorf("read the response of %s: %w", ex.URI, err)
 	}
 	dateText := date.Format(time.RFC3339Nano)
-	common := func(typ gowarc.RecordType, id, contentType string) *gowarc.WarcFields {
-		f := &gowarc.WarcFields{}
+	common := func(typ gowarc.RecordType, id, contentType string) *warcFields {
+		f := newWarcFields()
 		f.Add(gowarc.WarcType, typ.String())
 		f.Add(gowarc.WarcRecordID, "<"+id+">")
 		f.Add(gowarc.WarcDate, dateText)
@@ -351,10 +351,31 @@ var (
 
 const smallRecord = 1024
 
+// warcFields is a record's version line and header fields as they are
+// written: "Name: value" and CRLF each, in order. gowarc's WarcFields
+// normalizes every name it is given (a lowercase copy and a lookup per
+// field, a tenth of a page's encode); the names written here are gowarc's
+// own constants, already in the form it reads back.
+type warcFields struct{ b []byte }
+
+func newWarcFields() *warcFields {
+	f := &warcFields{b: make([]byte, 0, 640)}
+	f.b = append(f.b, "WARC/1.1\r\n"...)
+	return f
+}
+
+// Add appends one field.
+func (f *warcFields) Add(name, value string) {
+	f.b = append(f.b, name...)
+	f.b = append(f.b, ": "...)
+	f.b = append(f.b, value...)
+	f.b = append(f.b, "\r\n"...)
+}
+
 // appendMember writes one record, its fields and block, to buf as one
 // gzip member: the unit a reader can seek to and a crash can cut between.
 // digest is the block's, or "" to have it computed here.
-func appendMember(buf io.Writer, f *gowarc.WarcFields, block Block, digest string) error {
+func appendMember(buf io.Writer, f *warcFields, block Block, digest string) error {
 	if digest == "" {
 		h := sha1.New()
 		if err := copyBlock(h, block, 0, block.Size()); err != nil {
@@ -364,6 +385,7 @@ func appendMember(buf io.Writer, f *gowarc.WarcFields, block Block, digest strin
 	}
 	f.Add(gowarc.WarcBlockDigest, digest)
 	f.Add(gowarc.ContentLength, strconv.FormatInt(block.Size(), 10))
+	f.b = append(f.b, "\r\n"...)
 	pool := &fastGzip
 	if block.Size() < smallRecord {
 		pool = &storedGzip
@@ -371,11 +393,7 @@ func appendMember(buf io.Writer, f *gowarc.WarcFields, block Block, digest strin
 	zw := pool.Get().(*gzip.Writer)
 	defer pool.Put(zw)
 	zw.Reset(buf)
-	head := bytes.NewBuffer(make([]byte, 0, 512))
-	head.WriteString("WARC/1.1\r\n")
-	f.Write(head)
-	head.WriteString("\r\n")
-	if _, err := zw.Write(head.Bytes()); err != nil {
+	if _, err := zw.Write(f.b); err != nil {
 		return err
 	}
 	if err := copyBlock(zw, block, 0, block.Size()); err != nil {

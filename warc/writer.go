@@ -484,7 +484,7 @@ func (w *Writer) warcinfo(name string, now time.Time) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &gowarc.WarcFields{}
+	f := newWarcFields()
 	f.Add(gowarc.WarcType, gowarc.Warcinfo.String())
 	f.Add(gowarc.WarcRecordID, "<"+id+">")
 	f.Add(gowarc.WarcDate, now.UTC().Format(time.RFC3339Nano))
