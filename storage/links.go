@@ -47,7 +47,7 @@ func (w *batchWriter) putLinks(page store.Item, rec []byte, links []store.Outlin
 // link to many of the same URLs (a site's navigation), and a lookup in
 // memory is far cheaper than one in the table.
 func (w *batchWriter) nameURL(urls *bolt.Bucket, h *store.Hash, url string) error {
-	if _, done := w.named[*h]; done {
+	if _, done := w.named[*h]; done || w.known.has(h) {
 		return nil
 	}
 	if err := putURL(urls, h, url); err != nil {

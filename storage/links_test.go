@@ -199,3 +199,42 @@ func enqueueOne(t *testing.T, db *DB, it store.Item) store.Item {
 	}
 	return c.Added[0]
 }
+
+// The URL table's names are remembered across commits only once a commit
+// is durable: a failed commit's targets are named by the next one that
+// links to them, and a target named earlier is named once.
+func TestLinkURLsAfterAFailedCommit(t *testing.T) {
+	db := openTestDB(t)
+	a, b, c := item("a.com", "/a"), item("a.com", "/b"), item("a.com", "/c")
+	lost, kept := item("a.com", "/lost"), item("a.com", "/kept")
+	commit(t, db, func(bt *store.Batch) {
+		bt.PutLinks(a, []store.Outlink{outlink(kept, store.LinkNavigation, "")}, nil)
+	})
+	var failing store.Batch
+	failing.PutLinks(b, []store.Outlink{outlink(lost, store.LinkNavigation, "")}, nil)
+	failing.PutRobots("", rules(t, 404, "")) // bbolt refuses an empty key: the transaction fails
+	if _, err := db.Commit(&failing); err == nil {
+		t.Fatal("the failing commit succeeded")
+	}
+	commit(t, db, func(bt *store.Batch) {
+		bt.PutLinks(c, []store.Outlink{outlink(lost, store.LinkNavigation, ""), outlink(kept, store.LinkNavigation, "")}, nil)
+	})
+	got := map[string]string{}
+	for _, e := range edgesOf(t, db.ForEachEdge) {
+		got[e.From+" "+e.To] = e.To
+	}
+	for _, want := range []string{a.URL + " " + kept.URL, c.URL + " " + lost.URL, c.URL + " " + kept.URL} {
+		if _, ok := got[want]; !ok {
+			t.Errorf("edge %s missing or misnamed; edges %v", want, got)
+		}
+	}
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		if n := tx.Bucket(bucketLinkURLs).Stats().KeyN; n != 4 {
+			t.Errorf("URL table holds %d names, want 4 (a, c, kept, lost)", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
