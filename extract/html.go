@@ -90,6 +90,8 @@ var sniffReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4
 
 // htmlScan is one page's scan in progress.
 type htmlScan struct {
+	// nameBuf holds the tag name just read (tagName).
+	nameBuf  []byte
 	page     *frontier.BaseURL
 	baseSeen bool
 	links    *linkSet
@@ -146,11 +148,14 @@ func (sc *htmlScan) run(z *html.Tokenizer) {
 				sc.readText(text)
 			}
 		case html.StartTagToken, html.SelfClosingTagToken:
-			name, hasAttr := z.TagName()
+			var name []byte
+			var hasAttr bool
+			name, hasAttr, sc.nameBuf = tagName(z, sc.nameBuf)
 			sc.breakWords(name)
 			sc.startTag(z, name, hasAttr)
 		case html.EndTagToken:
-			name, _ := z.TagName()
+			var name []byte
+			name, _, sc.nameBuf = tagName(z, sc.nameBuf)
 			sc.breakWords(name)
 			switch string(name) {
 			case "svg", "math":
