@@ -38,7 +38,9 @@
 // settling operations, breaker.lua's outcomes) carry the token they were
 // leased under and are refused once it is no longer the host's. The
 // queue and breaker scripts are passed the time by the caller (Unix
-// milliseconds).
+// milliseconds); the queue's (deferred URLs' due times, the promotions)
+// on the server's clock, the caller's plus the skew it measures at each
+// renewal (Frontier.serverMS).
 //
 // With an archive, a batch's archive state (how far its process's open
 // WARC file is accounted for) and first captures are stored before the

@@ -457,3 +457,52 @@ func TestShardAnnouncesWork(t *testing.T) {
 		}
 	}
 }
+
+// TestSkewedClockDefersOnTheServersClock: a process whose clock runs an
+// hour ahead defers a URL by 300 ms of its own clock: the store keeps it
+// due 300 ms from the server's now, not an hour on, and an honest process
+// taking the host leases it again within a second.
+func TestSkewedClockDefersOnTheServersClock(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	s := ftStore(t, srv.URL())
+	items := ftSite(1, 1)
+	host := items[0].Host
+	ob := ftOptions(s, "ahead", time.Second, 4)
+	ob.Now = func() time.Time { return time.Now().Add(time.Hour) }
+	b := OpenFrontier(s, ob)
+	if err := b.Add(items...); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	l, err := b.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Defer(l, l.Item, ob.Now().Add(300*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	due, err := rdb.ZScore(ctx, keysOf(host).deferred, hashKey(items[0].Hash)).Result()
+	if err != nil {
+		t.Fatalf("the deferred URL is not in the deferred set: %v", err)
+	}
+	server, _ := rdb.Time(ctx).Result()
+	if ahead := time.Duration(int64(due)-server.UnixMilli()) * time.Millisecond; ahead > 2*time.Second || ahead < -time.Second {
+		t.Fatalf("deferred due %v from the server's now, want about 300ms", ahead)
+	}
+
+	a := OpenFrontier(s, ftOptions(s, "honest", time.Second, 4))
+	defer a.Close()
+	start := time.Now()
+	again, err := a.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Item.URL != items[0].URL || time.Since(start) > 5*time.Second {
+		t.Errorf("leased %s after %v, want the deferred URL within seconds", again.Item.URL, time.Since(start))
+	}
+}

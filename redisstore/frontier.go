@@ -139,6 +139,8 @@ const heldScore = int64(1) << 50
 type Frontier struct {
 	s *Store
 	o FrontierOptions
+	// skew is the server's clock less this process's, in ms (noteClock).
+	skew atomic.Int64
 	// afterArchiveState, set by tests only, runs in a write between the
 	// archive's state and the hosts' scripts; an error ends the write
 	// there, as an outage or a kill would.
@@ -691,6 +693,35 @@ func (f *Frontier) ForeignBreaker(ctx context.Context, host string) (breaker.Bre
 		return breaker.Breaker{}, false, err
 	}
 	return b, true, nil
+}
+
+// Deferred URLs fall due on the server's clock, as leases run out on it:
+// a process whose clock runs ahead would otherwise make its own deferrals
+// due late for the others and everyone's due early for itself. The times
+// the queue scripts keep are this process's plus skew, the server's clock
+// less this process's, measured at every renewal.
+
+// noteClock measures skew from the server's time read by a round trip
+// sent at sent and answered at got (this process's clock); a slow round
+// trip says too little and is skipped.
+func (f *Frontier) noteClock(sent, got, server time.Time) {
+	rtt := got.Sub(sent)
+	if server.IsZero() || rtt < 0 || rtt > 200*time.Millisecond {
+		return
+	}
+	f.skew.Store(server.UnixMilli() - sent.Add(rtt/2).UnixMilli())
+}
+
+// serverMS is t, of this process's clock, on the server's (Unix ms).
+func (f *Frontier) serverMS(t time.Time) int64 { return t.UnixMilli() + f.skew.Load() }
+
+// localMS is a server's Unix ms on this process's clock; negative values
+// (none) are kept.
+func (f *Frontier) localMS(ms int64) int64 {
+	if ms < 0 {
+		return ms
+	}
+	return ms - f.skew.Load()
 }
 
 // Down reports whether Redis is unreachable right now.

@@ -274,7 +274,7 @@ func TestApplyScriptLargeBatch(t *testing.T) {
 	if rdb.HExists(ctx, k.items, hashKey(items[7].Hash)).Val() {
 		t.Fatal("the URL completed in its own batch kept an entry")
 	}
-	items2, queued, _, err := (&Store{rdb: rdb}).load(ctx, host, time.Now(), 3, 0)
+	items2, queued, _, err := (&Store{rdb: rdb}).load(ctx, host, time.Now().UnixMilli(), 3, 0)
 	if err != nil || queued != n-1 || len(items2) != 3 || items2[0].URL != items[0].URL || items2[0].Seq != 1 {
 		t.Fatalf("load: %v queued %d, err %v", items2, queued, err)
 	}
@@ -302,7 +302,7 @@ func TestLoadScript(t *testing.T) {
 	ftApply(t, rdb, host, append(ftDefer(items[0], 1000), ftDefer(items[1], 3000)...)...)
 
 	// Before anything is due: the three queued, oldest first; next due 1000.
-	got, queued, next, err := s.load(ctx, host, time.UnixMilli(500), 2, 256)
+	got, queued, next, err := s.load(ctx, host, 500, 2, 256)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestLoadScript(t *testing.T) {
 
 	// At 2000: p/0 is due and goes to the queue's end with a new seq (6);
 	// p/1 is next due.
-	got, queued, next, err = s.load(ctx, host, time.UnixMilli(2000), 10, 256)
+	got, queued, next, err = s.load(ctx, host, 2000, 10, 256)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,14 +333,14 @@ func TestLoadScript(t *testing.T) {
 
 	// The promote limit bounds how many move at once.
 	ftApply(t, rdb, host, append(ftDefer(items[2], 2500), ftDefer(items[3], 2600)...)...)
-	if _, queued, next, err = s.load(ctx, host, time.UnixMilli(4000), 10, 1); err != nil {
+	if _, queued, next, err = s.load(ctx, host, 4000, 10, 1); err != nil {
 		t.Fatal(err)
 	}
 	if queued != 3 || next != 2600 {
 		t.Fatalf("load at 4000 promoting one: queued %d, next %d; want 3, 2600", queued, next)
 	}
 	// Everything due: nothing deferred left, next due -1.
-	if _, queued, next, err = s.load(ctx, host, time.UnixMilli(4000), 10, 256); err != nil {
+	if _, queued, next, err = s.load(ctx, host, 4000, 10, 256); err != nil {
 		t.Fatal(err)
 	}
 	if queued != 5 || next != -1 {

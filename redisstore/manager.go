@@ -245,7 +245,7 @@ func (f *Frontier) loadHosts(ctx context.Context, hosts []string, now time.Time)
 	}
 	f.mu.Unlock()
 	for i, name := range hosts {
-		cmds[i] = f.s.loadCmd(ctx, pipe, name, now, limits[i], 256)
+		cmds[i] = f.s.loadCmd(ctx, pipe, name, f.serverMS(now), limits[i], 256)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
@@ -261,7 +261,7 @@ func (f *Frontier) loadHosts(ctx context.Context, hosts []string, now time.Time)
 		if h == nil {
 			continue
 		}
-		h.queued, h.nextDue, h.loaded, h.stale = queued, nextDue, true, false
+		h.queued, h.nextDue, h.loaded, h.stale = queued, f.localMS(nextDue), true, false
 		have := make(map[store.Hash]struct{}, len(h.buf))
 		for _, it := range h.buf {
 			have[it.Hash] = struct{}{}
@@ -595,9 +595,11 @@ func (f *Frontier) renew(ctx context.Context) error {
 		genCmds[name] = pipe.HGet(ctx, keysOf(name).breaker, "gen")
 	}
 	beat := f.s.beat(ctx, pipe, f.o.ID, f.o.Instance, f.s.beatJSON(sent, len(gens), inflight))
+	clock := pipe.Time(ctx)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return err
 	}
+	f.noteClock(sent, f.o.Now(), clock.Val())
 	if n, err := beat.Int64(); err == nil && n == 0 {
 		return errTakenOver
 	}
@@ -795,16 +797,17 @@ func (s *Store) eachHost(ctx context.Context, fn func(hosts []string, shard int)
 	return nil
 }
 
-// loadCmd queues a host's load script on pipe.
-func (s *Store) loadCmd(ctx context.Context, pipe redis.Pipeliner, host string, now time.Time, limit, promote int) *redis.Cmd {
+// loadCmd queues a host's load script on pipe; nowMS is on the server's
+// clock (Frontier.serverMS), as the deferred URLs' due times are.
+func (s *Store) loadCmd(ctx context.Context, pipe redis.Pipeliner, host string, nowMS int64, limit, promote int) *redis.Cmd {
 	k := keysOf(host)
-	return loadScript.EvalSha(ctx, pipe, []string{k.queue, k.deferred, k.items, k.counts, k.results}, now.UnixMilli(), limit, promote)
+	return loadScript.EvalSha(ctx, pipe, []string{k.queue, k.deferred, k.items, k.counts, k.results}, nowMS, limit, promote)
 }
 
 // load reads a host's first limit queued URLs at once.
-func (s *Store) load(ctx context.Context, host string, now time.Time, limit, promote int) ([]store.Item, int64, int64, error) {
+func (s *Store) load(ctx context.Context, host string, nowMS int64, limit, promote int) ([]store.Item, int64, int64, error) {
 	k := keysOf(host)
-	c := loadScript.Run(ctx, s.rdb, []string{k.queue, k.deferred, k.items, k.counts, k.results}, now.UnixMilli(), limit, promote)
+	c := loadScript.Run(ctx, s.rdb, []string{k.queue, k.deferred, k.items, k.counts, k.results}, nowMS, limit, promote)
 	return parseLoad(host, c)
 }
 

@@ -94,7 +94,7 @@ func rfSite(t *testing.T, hosts, perHost int) (*Store, []store.Item) {
 // rfQueued reads the URLs queued for host, in order, as a load gives them.
 func rfQueued(t *testing.T, s *Store, host string) []store.Item {
 	t.Helper()
-	items, _, _, err := s.load(context.Background(), host, rfT0, 1000, 0)
+	items, _, _, err := s.load(context.Background(), host, rfT0.UnixMilli(), 1000, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

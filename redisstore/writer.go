@@ -333,7 +333,7 @@ func (f *Frontier) write(jobs []job) (err error) {
 			case store.OpDefer:
 				o := of(op.Item.Host)
 				o.fenceWith(fenceOf(j, op.Item.Host))
-				o.args = append(o.args, "D", hashKey(op.Item.Hash), store.EncodeQueued(op.Item), op.At.UnixMilli())
+				o.args = append(o.args, "D", hashKey(op.Item.Hash), store.EncodeQueued(op.Item), f.serverMS(op.At))
 			case store.OpQueueRefreshes:
 				// Nothing to do: a fleet's pass queues the pages it stages
 				// and lists their hosts itself (refresh.go).
@@ -559,7 +559,7 @@ type resolveCase struct {
 // failAll adds to o a completion with template of every queued URL of
 // host that is not in flight.
 func (f *Frontier) failAll(ctx context.Context, host string, template *store.Result, o *hostOps) error {
-	items, _, _, err := f.s.load(ctx, host, f.o.Now(), 1<<20, 0)
+	items, _, _, err := f.s.load(ctx, host, f.serverMS(f.o.Now()), 1<<20, 0)
 	if err != nil {
 		return err
 	}
