@@ -204,11 +204,11 @@ func encode(ex Exchange, first firstCapture, spoolDir string) (*Entry, error) {
 		if ex.Truncated {
 			f.Add(gowarc.WarcTruncated, "length")
 		}
-		return appendMember(buf, f, resp, blockDigest)
+		return appendMember(buf, f, resp, blockDigest, precompressed(head))
 	}
 	buf := spool.New(spoolDir, 0)
 	request := bytes.NewReader(ex.Request)
-	if err := appendMember(buf, req, request, ""); err != nil {
+	if err := appendMember(buf, req, request, "", false); err != nil {
 		buf.Close()
 		return nil, fmt.Errorf("write the records of %s: %w", ex.URI, err)
 	}
@@ -235,7 +235,7 @@ func encode(ex Exchange, first firstCapture, spoolDir string) (*Entry, error) {
 			revisitDigest = payloadDigest
 		}
 		entry.index = cdxjHead(ex.URI, dateText, true, head, revisitDigest)
-		if err = appendMember(buf, f, io.NewSectionReader(resp, 0, headEnd), ""); err == nil && entry.of != nil {
+		if err = appendMember(buf, f, io.NewSectionReader(resp, 0, headEnd), "", false); err == nil && entry.of != nil {
 			full := spool.New(spoolDir, 0)
 			entry.fallback = full
 			entry.fallbackIndex = cdxjHead(ex.URI, dateText, false, head, payloadDigest)
@@ -374,8 +374,10 @@ func (f *warcFields) Add(name, value string) {
 
 // appendMember writes one record, its fields and block, to buf as one
 // gzip member: the unit a reader can seek to and a crash can cut between.
-// digest is the block's, or "" to have it computed here.
-func appendMember(buf io.Writer, f *warcFields, block Block, digest string) error {
+// digest is the block's, or "" to have it computed here. A short record,
+// or one whose body is compressed already (precompressed), is stored in
+// its member, not compressed again.
+func appendMember(buf io.Writer, f *warcFields, block Block, digest string, stored bool) error {
 	if digest == "" {
 		h := sha1.New()
 		if err := copyBlock(h, block, 0, block.Size()); err != nil {
@@ -387,7 +389,7 @@ func appendMember(buf io.Writer, f *warcFields, block Block, digest string) erro
 	f.Add(gowarc.ContentLength, strconv.FormatInt(block.Size(), 10))
 	f.b = append(f.b, "\r\n"...)
 	pool := &fastGzip
-	if block.Size() < smallRecord {
+	if stored || block.Size() < smallRecord {
 		pool = &storedGzip
 	}
 	zw := pool.Get().(*gzip.Writer)

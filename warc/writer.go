@@ -491,7 +491,7 @@ func (w *Writer) warcinfo(name string, now time.Time) ([]byte, error) {
 	f.Add(gowarc.WarcFilename, name)
 	f.Add(gowarc.ContentType, gowarc.ApplicationWarcFields)
 	var buf bytes.Buffer
-	if err := appendMember(&buf, f, bytes.NewReader(content.Bytes()), ""); err != nil {
+	if err := appendMember(&buf, f, bytes.NewReader(content.Bytes()), "", false); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
