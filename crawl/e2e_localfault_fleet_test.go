@@ -66,14 +66,7 @@ func TestLocalFaultGuardOnAFleet(t *testing.T) {
 			done <- ran{sum, err}
 		}()
 	}
-	total := func() int {
-		n := 0
-		for _, h := range site.Hosts() {
-			n += h.RequestCount()
-		}
-		return n
-	}
-	for total() < 200 {
+	for requestsServed(site) < 200 {
 		time.Sleep(10 * time.Millisecond)
 	}
 	site.SetOutage(true)

@@ -63,14 +63,7 @@ func crawlThroughOutage(t *testing.T, guardHosts int, stopAfter time.Duration) o
 		sum, err := e.Run(ctx)
 		done <- ran{sum, err}
 	}()
-	total := func() int {
-		n := 0
-		for _, h := range site.Hosts() {
-			n += h.RequestCount()
-		}
-		return n
-	}
-	for total() < 200 {
+	for requestsServed(site) < 200 {
 		time.Sleep(10 * time.Millisecond)
 	}
 	run := outageRun{from: time.Now()}
@@ -129,6 +122,15 @@ func crawlThroughOutage(t *testing.T, guardHosts int, stopAfter time.Duration) o
 		guardHosts, run.duringOutage, back, run.before, run.after,
 		run.sum.Duration.Round(time.Millisecond), run.sum.Counts.Fetched, run.sum.Counts.Failed)
 	return run
+}
+
+// requestsServed counts the requests every host of site has had.
+func requestsServed(site *demosite.Site) int {
+	n := 0
+	for _, h := range site.Hosts() {
+		n += h.RequestCount()
+	}
+	return n
 }
 
 func TestLocalFaultGuardOverLoopback(t *testing.T) {
