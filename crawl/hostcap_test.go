@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+
+	"breakwater/store"
 )
 
 // A page counts against --max-pages-per-host once, however often it is
@@ -63,5 +65,46 @@ func TestMaxPagesPerHostMustNotBeNegative(t *testing.T) {
 	o.MaxPagesPerHost = -1
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--max-pages-per-host") {
 		t.Errorf("Validate = %v, want an error naming --max-pages-per-host", err)
+	}
+}
+
+// A host claimed from a fleet's store has its count read again before its
+// next page: another process may have asked for its pages meanwhile. The
+// count is read only then, and never goes down.
+func TestHostPageCountReadAgainWhenClaimedFromTheFleet(t *testing.T) {
+	opts := rigOptions(chainURL("a.test", 0))
+	opts.MaxPagesPerHost = 10
+	r := newRig(t, opts, siteFetcher(site{}))
+	storeCount := func(n int64) {
+		t.Helper()
+		var b store.Batch
+		b.PutHostPages("a.test", n)
+		if _, err := r.db.Commit(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func() int64 {
+		t.Helper()
+		c, err := r.e.hostPageCount("a.test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.requested
+	}
+	if n := read(); n != 0 {
+		t.Fatalf("first read %d, want 0", n)
+	}
+	storeCount(4) // another process asked for 4
+	if n := read(); n != 0 {
+		t.Errorf("read %d while the host stayed this process's: the count is read once", n)
+	}
+	r.e.hostPages.claimedFromFleet("a.test")
+	if n := read(); n != 4 {
+		t.Errorf("read %d after the host came back from the fleet, want the store's 4", n)
+	}
+	storeCount(2) // a stalled process's late, lower count
+	r.e.hostPages.claimedFromFleet("a.test")
+	if n := read(); n != 4 {
+		t.Errorf("read %d after a lower count was stored, want 4: a count never goes down", n)
 	}
 }
