@@ -26,6 +26,7 @@ const warcRatioRuns = 3
 type WARCRatio struct {
 	Site      Size      `json:"site"`
 	PageBytes int       `json:"page_bytes"` // 0: the bench site's own pages
+	Gzip      bool      `json:"gzip,omitempty"` // the site gzips its pages, as most do
 	Plain     []float64 `json:"plain_pages_per_sec"`
 	WARC      []float64 `json:"warc_pages_per_sec"`
 	// Ratios are WARC[i]/Plain[i]; CPURatios plain CPU per page over
@@ -54,27 +55,33 @@ func median(xs []float64) float64 {
 }
 
 // warcRatios measures the archive's cost on the bench site (already
-// serving) and on a site of the same shape with 30 KB pages.
+// serving), on a site of the same shape with 30 KB pages, and on that
+// site gzipping its pages, as most web servers do (the archive keeps the
+// gzip and stores it without compressing it again).
 func (r *runner) warcRatios(ctx context.Context, site *demosite.Site) ([]WARCRatio, error) {
-	own, err := r.warcRatio(ctx, site, 0)
+	own, err := r.warcRatio(ctx, site, 0, false)
 	if err != nil {
 		return nil, err
 	}
-	specs := demosite.BenchSpecs(r.cfg.Site.Hosts, r.cfg.Site.Pages, false, 0)
-	big, err := demosite.Start(specs, demosite.SiteOptions{Seed: 1, PageBytes: WARCRatioPageBytes})
-	if err != nil {
-		return nil, fmt.Errorf("start the %d-byte page site: %w", WARCRatioPageBytes, err)
+	out := []WARCRatio{own}
+	for _, gz := range []bool{false, true} {
+		specs := demosite.BenchSpecs(r.cfg.Site.Hosts, r.cfg.Site.Pages, false, 0)
+		big, err := demosite.Start(specs, demosite.SiteOptions{Seed: 1, PageBytes: WARCRatioPageBytes, Gzip: gz})
+		if err != nil {
+			return nil, fmt.Errorf("start the %d-byte page site: %w", WARCRatioPageBytes, err)
+		}
+		large, err := r.warcRatio(ctx, big, WARCRatioPageBytes, gz)
+		big.Close()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, large)
 	}
-	defer big.Close()
-	large, err := r.warcRatio(ctx, big, WARCRatioPageBytes)
-	if err != nil {
-		return nil, err
-	}
-	return []WARCRatio{own, large}, nil
+	return out, nil
 }
 
-func (r *runner) warcRatio(ctx context.Context, site *demosite.Site, pageBytes int) (WARCRatio, error) {
-	res := WARCRatio{Site: r.cfg.Site, PageBytes: pageBytes}
+func (r *runner) warcRatio(ctx context.Context, site *demosite.Site, pageBytes int, gz bool) (WARCRatio, error) {
+	res := WARCRatio{Site: r.cfg.Site, PageBytes: pageBytes, Gzip: gz}
 	for i := range warcRatioRuns {
 		var rate [2]float64
 		var cpu [2]time.Duration
@@ -100,7 +107,7 @@ func (r *runner) warcRatio(ctx context.Context, site *demosite.Site, pageBytes i
 			res.Ratios = append(res.Ratios, rate[1]/rate[0])
 			res.CPURatios = append(res.CPURatios, float64(cpu[0])/float64(cpu[1]))
 		}
-		r.cfg.logf("crawl: --warc ratio, %s, pair %d: %.0f pages/s without, %.0f with", siteName(pageBytes), i+1, rate[0], rate[1])
+		r.cfg.logf("crawl: --warc ratio, %s, pair %d: %.0f pages/s without, %.0f with", siteName(pageBytes, gz), i+1, rate[0], rate[1])
 	}
 	return res, nil
 }
@@ -118,7 +125,7 @@ func processCPU() time.Duration {
 func warcRatioFigures(ratios []WARCRatio) []Figure {
 	var figs []Figure
 	for _, w := range ratios {
-		g := "with --warc, " + siteName(w.PageBytes) + ": "
+		g := "with --warc, " + siteName(w.PageBytes, w.Gzip) + ": "
 		figs = append(figs,
 			num(g+"median ratio to the crawl without", Share, w.Median(), fmt.Sprintf("%d pairs without then with --warc, "+
 				"interleaved on one site; pairs %s", len(w.Ratios), shares(w.Ratios))).want(AtLeast, TargetWARCToCrawl),
@@ -128,12 +135,17 @@ func warcRatioFigures(ratios []WARCRatio) []Figure {
 	return figs
 }
 
-// siteName names a ratio's site by its pages' size (0: the bench site's).
-func siteName(pageBytes int) string {
-	if pageBytes == 0 {
-		return "the bench site"
+// siteName names a ratio's site by its pages' size (0: the bench site's)
+// and whether it gzips them.
+func siteName(pageBytes int, gz bool) string {
+	name := "the bench site"
+	if pageBytes != 0 {
+		name = fmt.Sprintf("%d KB pages", pageBytes/1000)
 	}
-	return fmt.Sprintf("%d KB pages", pageBytes/1000)
+	if gz {
+		name += " gzipped"
+	}
+	return name
 }
 
 func shares(xs []float64) string {

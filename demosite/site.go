@@ -2,6 +2,7 @@ package demosite
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"html"
@@ -76,6 +77,9 @@ type SiteOptions struct {
 	// this long (the median HTML page on the web is about 30 KB); zero
 	// leaves pages at their natural size of about 2 KB.
 	PageBytes int
+	// Gzip answers a request that accepts gzip with its HTML page gzipped
+	// (Content-Encoding: gzip), as most web servers do.
+	Gzip bool
 }
 
 // Request is one entry of a host's request log.
@@ -333,6 +337,8 @@ func (h *Host) record(r Request) {
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
+var gzipWriters = sync.Pool{New: func() any { w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed); return w }}
+
 // serveHTTP logs the request before writing the response, so a client that
 // has its answer always finds its request in the log.
 func (h *Host) serveHTTP(w http.ResponseWriter, r *http.Request) {
@@ -356,6 +362,20 @@ func (h *Host) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if status == http.StatusNotModified {
 		w.WriteHeader(status) // no body, and no length but the page's would be
 		return
+	}
+	if h.site.opts.Gzip && status == http.StatusOK && strings.HasPrefix(hdr.Get("Content-Type"), "text/html") &&
+		strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		zbuf := bufPool.Get().(*bytes.Buffer)
+		zbuf.Reset()
+		defer bufPool.Put(zbuf)
+		zw := gzipWriters.Get().(*gzip.Writer)
+		zw.Reset(zbuf)
+		_, _ = zw.Write(buf.Bytes())
+		_ = zw.Close()
+		gzipWriters.Put(zw)
+		buf = zbuf
+		hdr.Set("Content-Encoding", "gzip")
+		hdr.Add("Vary", "Accept-Encoding")
 	}
 	hdr.Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)

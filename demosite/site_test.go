@@ -1,6 +1,8 @@
 package demosite
 
 import (
+	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -744,5 +746,47 @@ func TestPageBytesPadsPagesWithDistinctText(t *testing.T) {
 			}
 			seen[p] = true
 		}
+	}
+}
+
+// With Gzip, a client that accepts gzip gets its page gzipped, one that
+// does not gets it plain, and both read the same page.
+func TestGzipPages(t *testing.T) {
+	site, err := Start(BenchSpecs(1, 3, false, 0), SiteOptions{Seed: 1, Gzip: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	url := site.Hosts()[0].PageURL(1)
+	get := func(accept string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		req.Header.Set("Accept-Encoding", accept)
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, body
+	}
+	plainResp, plain := get("identity")
+	if plainResp.Header.Get("Content-Encoding") != "" || !bytes.Contains(plain, []byte("<html")) {
+		t.Fatalf("without gzip: %q encoded, body %.40q", plainResp.Header.Get("Content-Encoding"), plain)
+	}
+	gzResp, gz := get("gzip")
+	if gzResp.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("with gzip: Content-Encoding %q", gzResp.Header.Get("Content-Encoding"))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unzipped, err := io.ReadAll(zr)
+	if err != nil || !bytes.Equal(unzipped, plain) {
+		t.Errorf("the gzipped page reads %d bytes (err %v), want the plain page's %d", len(unzipped), err, len(plain))
 	}
 }
