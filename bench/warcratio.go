@@ -25,7 +25,7 @@ const warcRatioRuns = 3
 // rusage, which includes the in-process site serving both).
 type WARCRatio struct {
 	Site      Size      `json:"site"`
-	PageBytes int       `json:"page_bytes"` // 0: the bench site's own pages
+	PageBytes int       `json:"page_bytes"`     // 0: the bench site's own pages
 	Gzip      bool      `json:"gzip,omitempty"` // the site gzips its pages, as most do
 	Plain     []float64 `json:"plain_pages_per_sec"`
 	WARC      []float64 `json:"warc_pages_per_sec"`
