@@ -84,6 +84,9 @@ func openChecked(path string, info fs.FileInfo, timeout time.Duration, readOnly,
 			return nil, err
 		}
 		db.pagesWalked = readOnly
+	} else if err := walkTopBeforeReading(path); err != nil {
+		bdb.Close()
+		return nil, err
 	}
 	err = guard(func() error {
 		return bdb.View(func(tx *bolt.Tx) error {
@@ -103,14 +106,24 @@ func openChecked(path string, info fs.FileInfo, timeout time.Duration, readOnly,
 // walkBeforeReading walks the pages of the file at path as bbolt will
 // read them on opening, and returns a *DamageError if they are damaged.
 func walkBeforeReading(path string) error {
+	return walkedBeforeReading(path, func(report func(string, ...any)) (bool, error) { return walkPages(path, 0, report, nil) })
+}
+
+// walkTopBeforeReading is walkBeforeReading of the pages opening reads
+// (walkTop) alone: what every open checks, whatever the file's size.
+func walkTopBeforeReading(path string) error {
+	return walkedBeforeReading(path, func(report func(string, ...any)) (bool, error) { return walkTop(path, report) })
+}
+
+func walkedBeforeReading(path string, walk func(report func(string, ...any)) (bool, error)) error {
 	dmg := &DamageError{}
-	sound, err := walkPages(path, 0, func(format string, args ...any) {
+	sound, err := walk(func(format string, args ...any) {
 		if len(dmg.Problems) < maxWalkedProblems {
 			dmg.Problems = append(dmg.Problems, fmt.Sprintf(format, args...))
 		} else {
 			dmg.Omitted++
 		}
-	}, nil)
+	})
 	switch {
 	case err != nil:
 		return describeOpenError(err, true)

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -311,4 +312,27 @@ func TestOpenPermissions(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused(t, path, false, "cannot open it for reading", "permission denied")
+}
+
+// A root page whose element count runs past the page (and past the mapped
+// file) is refused as damaged before bbolt reads it: bbolt would read
+// beyond the mapping, which faults nowhere under the race detector's
+// pointer checks and returns garbage without them.
+func TestOpenRefusesARootPageCountPastItsEnd(t *testing.T) {
+	path, data := crawlFile(t)
+	var root, txid uint64
+	var page int
+	for _, at := range []int{0, 4096} { // the newer meta page names the root bbolt reads
+		if m, err := decodeMeta(data[at:]); err == nil && m.txid >= txid {
+			root, page, txid = m.root, int(m.pageSize), m.txid
+		}
+	}
+	if page == 0 {
+		t.Fatal("no meta page decodes")
+	}
+	binary.LittleEndian.PutUint16(data[int(root)*page+10:], 0xffff) // the page header's count
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, path, true)
 }

@@ -113,6 +113,36 @@ func walkPages(path string, txid uint64, report func(format string, args ...any)
 	return w.problems == 0, nil
 }
 
+// walkTop is walkPages over the root page and the root pages of the
+// buckets it holds, no deeper: the pages opening a file reads (the schema
+// version in the meta bucket). A damaged element count there makes bbolt
+// read past the page, past the mapped file even, before any fault it
+// could turn into an error.
+func walkTop(path string, report func(format string, args ...any)) (sound bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	w := &pageWalk{f: f, size: info.Size(), report: report}
+	root, ok := w.readMetas(0)
+	if ok {
+		level := []pageRef{{id: root, bucket: rootBucket, from: "the meta page"}}
+		for range 2 {
+			var next []pageRef
+			for _, ref := range level {
+				next = w.page(ref, next)
+			}
+			level = next
+		}
+	}
+	return w.problems == 0, nil
+}
+
 // read reads n bytes at page id's start, or reports why it cannot.
 func (w *pageWalk) read(id uint64, n int64, what string) ([]byte, bool) {
 	buf := make([]byte, n)
