@@ -47,7 +47,7 @@ type pageBudgetJoiner interface {
 	JoinPageBudget(cfg frontier.Config, limit int) (b store.PageBudget, runLimit, used int, err error)
 }
 
-// joinFleet makes the run's limit the fleet's, when its store shares one.
+// joinFleetPages makes the run's limit the fleet's, when its store shares one.
 func (e *Engine) joinFleetPages() error {
 	c := e.pageCap
 	j, ok := e.db.(pageBudgetJoiner)

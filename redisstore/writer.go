@@ -460,7 +460,7 @@ func (f *Frontier) write(jobs []job) (err error) {
 			return err
 		}
 	}
-	moved := map[string]breaker.Breaker{}
+	var moved map[string]breaker.Breaker // hosts whose shared circuit an outcome moved
 	for _, j := range jobs {
 		if j.reprieve != nil {
 			if err := f.applyReprieve(ctx, j.host, j.reprieve); err != nil {
@@ -485,6 +485,9 @@ func (f *Frontier) write(jobs []job) (err error) {
 		if h := f.hosts[o.t.Host]; h != nil {
 			h.gen = b.Generation
 			if len(trs) > 0 {
+				if moved == nil {
+					moved = map[string]breaker.Breaker{}
+				}
 				moved[o.t.Host] = b
 			}
 		}
