@@ -37,25 +37,59 @@ func htmlMediaType(contentType string, body []byte) string {
 	return ""
 }
 
-// mediaType returns the Content-Type's type and subtype, lower case.
+// mediaType returns the Content-Type's type and subtype, lower case: the
+// type before ";", as mime.ParseMediaType gives it for a valid one, and
+// what counts when servers send junk parameters.
 func mediaType(contentType string) string {
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		// Servers send junk parameters; the type before ";" is what counts.
-		mt, _, _ = strings.Cut(contentType, ";")
-		mt = strings.ToLower(strings.TrimSpace(mt))
-	}
-	return mt
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
 }
 
 // charsetParam returns the Content-Type's charset parameter, lower case,
 // or "".
 func charsetParam(contentType string) string {
+	if cs, ok := simpleCharset(contentType); ok {
+		return cs
+	}
 	_, params, err := mime.ParseMediaType(contentType)
 	if err != nil {
 		return ""
 	}
 	return strings.ToLower(strings.TrimSpace(params["charset"]))
+}
+
+// simpleCharset reads the charset of the common Content-Type forms
+// ("text/html", "text/html; charset=UTF-8") without mime.ParseMediaType's
+// map and copies, 4 of a page scan's allocations; ok is false for any
+// other form, which ParseMediaType then reads.
+func simpleCharset(ct string) (charset string, ok bool) {
+	typ, param, hasParam := strings.Cut(ct, ";")
+	if !isSimpleToken(strings.TrimSpace(typ), true) {
+		return "", false
+	}
+	if !hasParam {
+		return "", true
+	}
+	key, value, found := strings.Cut(strings.TrimSpace(param), "=")
+	if !found || !strings.EqualFold(key, "charset") || !isSimpleToken(value, false) {
+		return "", false
+	}
+	return strings.ToLower(value), true
+}
+
+// isSimpleToken: letters, digits and "-_.+" (and one "/" in a media type).
+func isSimpleToken(s string, mediaType bool) bool {
+	slashes := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.', c == '+':
+		case c == '/' && mediaType:
+			slashes++
+		default:
+			return false
+		}
+	}
+	return s != "" && (!mediaType || slashes == 1 && s[0] != '/' && s[len(s)-1] != '/')
 }
 
 // decodedReader converts a page to UTF-8 from the charset named by the

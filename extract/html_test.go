@@ -3,6 +3,7 @@ package extract
 import (
 	"fmt"
 	"slices"
+	"mime"
 	"strings"
 	"testing"
 
@@ -181,5 +182,28 @@ func TestScanHTMLUTF8FastPath(t *testing.T) {
 				t.Errorf("title %q, links %q; want %q and [http://example.com/x]", title, got, tt.title)
 			}
 		})
+	}
+}
+
+// The quick reading of a Content-Type's charset and type agrees with
+// mime.ParseMediaType wherever it answers.
+func TestContentTypeQuickReadings(t *testing.T) {
+	for _, ct := range []string{"text/html", "text/html; charset=UTF-8", "TEXT/HTML;charset=iso-8859-1", "text/html ; charset=utf-8",
+		"text/html; charset=\"utf-8\"", "text/html; charset=utf-8; q=1", "text/html; CHARSET=Shift_JIS", "text/html;", "text/html; charset=",
+		"text", "/html", "text/html/x", "application/xhtml+xml; charset=utf-8", " text/plain ", "text/html; foo=bar", "x/y; charset=a b"} {
+		_, params, err := mime.ParseMediaType(ct)
+		want := ""
+		if err == nil {
+			want = strings.ToLower(strings.TrimSpace(params["charset"]))
+		}
+		if got, ok := simpleCharset(ct); ok && got != want {
+			t.Errorf("simpleCharset(%q) = %q, ParseMediaType's %q", ct, got, want)
+		}
+		if got := charsetParam(ct); got != want {
+			t.Errorf("charsetParam(%q) = %q, want %q", ct, got, want)
+		}
+		if mt, _, err := mime.ParseMediaType(ct); err == nil && mediaType(ct) != mt {
+			t.Errorf("mediaType(%q) = %q, ParseMediaType's %q", ct, mediaType(ct), mt)
+		}
 	}
 }
