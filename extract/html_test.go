@@ -2,8 +2,8 @@ package extract
 
 import (
 	"fmt"
-	"slices"
 	"mime"
+	"slices"
 	"strings"
 	"testing"
 
