@@ -488,19 +488,28 @@ type tagAttrs struct {
 
 func (a *tagAttrs) read(z *html.Tokenizer, want attrSet) {
 	a.seen = 0
+	if rawAttrs(z.Raw(), func(key, val []byte) { a.take(want, key, val) }) {
+		return // read in place (rawattrs.go)
+	}
 	for more := true; more; {
 		var key, val []byte
 		key, val, more = z.TagAttr()
-		n, ok := attrNameOf(key)
-		if !ok || want&(1<<n) == 0 || a.seen&(1<<n) != 0 {
-			continue
-		}
-		a.seen |= 1 << n
-		if n == attrStyle {
-			a.style = append(append(a.style[:0], val...), 0)[:len(val)]
-		} else {
-			a.val[n] = string(val)
-		}
+		a.take(want, key, val)
+	}
+}
+
+// take keeps the attribute key=val if it is wanted and the first of its
+// name.
+func (a *tagAttrs) take(want attrSet, key, val []byte) {
+	n, ok := attrNameOf(key)
+	if !ok || want&(1<<n) == 0 || a.seen&(1<<n) != 0 {
+		return
+	}
+	a.seen |= 1 << n
+	if n == attrStyle {
+		a.style = append(append(a.style[:0], val...), 0)[:len(val)]
+	} else {
+		a.val[n] = string(val)
 	}
 }
 
