@@ -153,6 +153,32 @@ func TestArchiveStateStoredBeforeResults(t *testing.T) {
 // writer queued URLs on a host does not tell the frontier the fleet is
 // idle: with a slow link to Redis, a process whose seeds were still on
 // their way ended its crawl at once with them queued.
+// A write that queues URLs between the peek at the shards and the rest of
+// the look (the peek saw no host with work) makes the look not idle: the
+// count of such writes is taken before the peek.
+func TestWriteAfterThePeekIsNotIdle(t *testing.T) {
+	srv := redistest.Start(t)
+	s := ftStore(t, srv.URL())
+	f := &Frontier{s: s, o: ftOptions(s, "p1", 0, 3).withDefaults(), hosts: map[string]*ownedHost{},
+		wake: make(chan struct{}), kickMgr: make(chan struct{}, 1), news: map[int]time.Time{}}
+	gen := f.queuedGen
+	_, active, err := s.peek(context.Background())
+	if err != nil || active != 0 {
+		t.Fatalf("peek of an empty store: %d active, %v", active, err)
+	}
+	var b store.Batch
+	b.Add(ftItem("a.test", "/seed"))
+	if err := f.write([]job{{batch: &b}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.lookAtFleet(context.Background(), active, gen); err != nil {
+		t.Fatal(err)
+	}
+	if f.fleetIdle {
+		t.Error("the fleet looked idle though a seed was queued after the peek")
+	}
+}
+
 func TestLookDuringQueueingIsNotIdle(t *testing.T) {
 	for _, queueDuring := range []bool{false, true} {
 		t.Run(map[bool]string{false: "nothing queued", true: "URLs queued during the look"}[queueDuring], func(t *testing.T) {
@@ -171,7 +197,7 @@ func TestLookDuringQueueingIsNotIdle(t *testing.T) {
 					}
 				}
 			}
-			if err := f.lookAtFleet(context.Background(), 0); err != nil {
+			if err := f.lookAtFleet(context.Background(), 0, f.queuedGen); err != nil {
 				t.Fatal(err)
 			}
 			f.mu.Lock()

@@ -300,6 +300,11 @@ func (f *Frontier) claim(ctx context.Context, look bool) (looked, full bool, err
 		return false, false, nil
 	}
 	if look {
+		// The writes that queued URLs are counted before the peek: one that
+		// lands after it, unseen by it, then says the fleet is not idle.
+		f.mu.Lock()
+		gen := f.queuedGen
+		f.mu.Unlock()
 		due, active, err := f.s.peek(ctx)
 		if err != nil {
 			return false, false, err
@@ -309,7 +314,7 @@ func (f *Frontier) claim(ctx context.Context, look bool) (looked, full bool, err
 				shards = append(shards, n)
 			}
 		}
-		if err := f.lookAtFleet(ctx, active); err != nil {
+		if err := f.lookAtFleet(ctx, active, gen); err != nil {
 			return true, false, err
 		}
 	}
@@ -671,17 +676,16 @@ func (f *Frontier) loseLocked(h *ownedHost) {
 // the shards (active: those listing a host with work) whether the fleet
 // has anything left but held hosts. Before saying no it lists again every
 // host whose counters show work, in case a process died between queueing
-// URLs and listing their host.
-func (f *Frontier) lookAtFleet(ctx context.Context, active int) error {
+// URLs and listing their host. gen is the count of this process's writes
+// that queued URLs as of before the look's reads (queuedGen): one since
+// says the reads may have missed it.
+func (f *Frontier) lookAtFleet(ctx context.Context, active int, gen uint64) error {
 	if f.localWork() {
 		f.mu.Lock()
 		f.fleetIdle = false
 		f.mu.Unlock()
 		return nil
 	}
-	f.mu.Lock()
-	gen := f.queuedGen
-	f.mu.Unlock()
 	idle, held := active == 0, int64(0)
 	if idle {
 		relisted, err := f.s.relist(ctx, f.o.Now())
