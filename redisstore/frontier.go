@@ -145,6 +145,9 @@ type Frontier struct {
 	// archive's state and the hosts' scripts; an error ends the write
 	// there, as an outage or a kill would.
 	afterArchiveState func() error
+	// afterHostScripts, set by tests only, runs in a write after the
+	// hosts' scripts, before what follows them.
+	afterHostScripts func() error
 	// duringLook, set by tests only, runs in a look at the fleet after
 	// its reads, before it tells whether the fleet is idle.
 	duringLook func()

@@ -348,3 +348,37 @@ func TestVerifyRefreshIndex(t *testing.T) {
 		})
 	}
 }
+
+// A write killed after the hosts' scripts indexed their new pages, before
+// the rest, leaves each host listed for the refresh passes no later than
+// its oldest page: the listing is lowered before the pages are indexed.
+func TestRefreshListingLoweredBeforeTheIndex(t *testing.T) {
+	srv := redistest.Start(t)
+	s := ftStore(t, srv.URL())
+	ctx := context.Background()
+	f := &Frontier{s: s, o: ftOptions(s, "p1", 0, 3).withDefaults(), hosts: map[string]*ownedHost{},
+		wake: make(chan struct{}), kickMgr: make(chan struct{}, 1), news: map[int]time.Time{}}
+	it := ftItem("a.test", "/page")
+	var queue store.Batch
+	queue.Add(it)
+	if err := f.write([]job{{batch: &queue}}); err != nil {
+		t.Fatal(err)
+	}
+	stale := keysOfShard(shardOf(it.Host)).stale
+	later := rfT0.Add(time.Hour).UnixMilli()
+	s.rdb.ZAdd(ctx, stale, redis.Z{Score: float64(later), Member: it.Host}) // listed under a later page's time
+	f.afterHostScripts = func() error { return errors.New("killed") }
+	var done store.Batch
+	r := rfPage(it, rfT0)
+	done.Complete(it, &r)
+	if err := f.write([]job{{batch: &done}}); err == nil {
+		t.Fatal("the write went through its kill")
+	}
+	if at, _ := s.rdb.ZScore(ctx, keysOf(it.Host).fetched, hashKey(it.Hash)).Result(); int64(at) != rfT0.UnixMilli() {
+		t.Fatalf("the page is indexed at %v, want %d: the scripts ran", at, rfT0.UnixMilli())
+	}
+	if at, err := s.rdb.ZScore(ctx, stale, it.Host).Result(); err != nil || int64(at) > rfT0.UnixMilli() {
+		t.Errorf("after the kill the host is listed at %v (%v), later than its page fetched at %d: no pass would find it in time",
+			int64(at), err, rfT0.UnixMilli())
+	}
+}

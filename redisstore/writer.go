@@ -383,7 +383,17 @@ func (f *Frontier) write(jobs []job) (err error) {
 			o.args = append(o.args, "W", hashKey(j.hash), j.placement)
 		}
 	}
-	// 0. the archive's state and first captures, before any result.
+	// 0. the archive's state and first captures, before any result; and
+	// the hosts' listings for the refresh passes lowered to their new
+	// pages' fetch times before the pages are indexed, so that a kill
+	// between the two leaves no page indexed under a later listing (they
+	// are lowered again after, in 3: a pass may list a host far ahead
+	// meanwhile).
+	for _, host := range order {
+		if ms := ops[host].oldestPage; ms != math.MaxInt64 {
+			archive.ZAddArgs(ctx, keysOfShard(shardOf(host)).stale, redis.ZAddArgs{LT: true, Members: []redis.Z{{Score: float64(ms), Member: host}}})
+		}
+	}
 	if archive.Len() > 0 {
 		if _, err := archive.Exec(ctx); err != nil {
 			return fmt.Errorf("archive state: %w", err)
@@ -409,6 +419,11 @@ func (f *Frontier) write(jobs []job) (err error) {
 		}
 	}
 	f.noteRefusals(order, cmds)
+	if f.afterHostScripts != nil {
+		if err := f.afterHostScripts(); err != nil {
+			return err
+		}
+	}
 	// 2. the hosts given new URLs, listed in their shards after the URLs
 	// are queued (see shard.lua's drop for why in this order).
 	touched := map[int][]any{}
