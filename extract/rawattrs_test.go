@@ -1,51 +1,42 @@
 package extract
 
 import (
-	"bytes"
 	"fmt"
 	"testing"
 
 	"golang.org/x/net/html"
 )
 
-// sameAttrs tokenizes src twice and fails unless rawAttrs, wherever it
-// reads a start tag, gives the tokenizer's own attributes (the first of
-// each key, in order).
+// sameAttrs fails unless rawAttrs, wherever it reads a start tag of src,
+// gives the tokenizer's own attributes (the first of each key, in order).
 func sameAttrs(t *testing.T, src []byte) {
 	t.Helper()
-	ours, theirs := html.NewTokenizer(bytes.NewReader(src)), html.NewTokenizer(bytes.NewReader(src))
-	for {
-		tt, tt2 := ours.Next(), theirs.Next()
-		if tt != tt2 {
-			t.Fatalf("the two tokenizers parted: %v and %v", tt, tt2)
-		}
-		switch tt {
-		case html.ErrorToken:
+	eachTagTwice(t, src, func(tt html.TokenType, ours, theirs *html.Tokenizer) {
+		if tt == html.EndTagToken {
 			return
-		case html.StartTagToken, html.SelfClosingTagToken:
-			var got []string
-			seen := map[string]bool{}
-			ok := rawAttrs(ours.Raw(), func(key, val []byte) {
-				k := asciiLower(key)
-				if !seen[k] {
-					seen[k] = true
-					got = append(got, fmt.Sprintf("%s=%q", k, val))
-				}
-			})
-			var want []string
-			theirs.TagName()
-			for more := true; more; {
-				var key, val []byte
-				key, val, more = theirs.TagAttr()
-				if key != nil {
-					want = append(want, fmt.Sprintf("%s=%q", key, val))
-				}
+		}
+		var got []string
+		seen := map[string]bool{}
+		ok := rawAttrs(ours.Raw(), func(key, val []byte) {
+			k := asciiLower(key)
+			if !seen[k] {
+				seen[k] = true
+				got = append(got, fmt.Sprintf("%s=%q", k, val))
 			}
-			if ok && fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Fatalf("tag %q: attributes %v, the tokenizer's %v", ours.Raw(), got, want)
+		})
+		var want []string
+		theirs.TagName()
+		for more := true; more; {
+			var key, val []byte
+			key, val, more = theirs.TagAttr()
+			if key != nil {
+				want = append(want, fmt.Sprintf("%s=%q", key, val))
 			}
 		}
-	}
+		if ok && fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("tag %q: attributes %v, the tokenizer's %v", ours.Raw(), got, want)
+		}
+	})
 }
 
 func TestRawAttrsAsTheTokenizers(t *testing.T) {

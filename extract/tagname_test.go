@@ -7,13 +7,12 @@ import (
 	"golang.org/x/net/html"
 )
 
-// sameTagNames tokenizes src twice and fails unless tagName gives each tag
-// the tokenizer's own name, and says attributes may follow whenever the
-// tokenizer has any.
-func sameTagNames(t *testing.T, src []byte) {
+// eachTagTwice tokenizes src with two tokenizers in step and calls fn
+// with both at every tag token: one for the code under test to read, the
+// other for the tokenizer's own reading.
+func eachTagTwice(t *testing.T, src []byte, fn func(tt html.TokenType, ours, theirs *html.Tokenizer)) {
 	t.Helper()
 	ours, theirs := html.NewTokenizer(bytes.NewReader(src)), html.NewTokenizer(bytes.NewReader(src))
-	var buf []byte
 	for {
 		tt, tt2 := ours.Next(), theirs.Next()
 		if tt != tt2 {
@@ -23,18 +22,28 @@ func sameTagNames(t *testing.T, src []byte) {
 		case html.ErrorToken:
 			return
 		case html.StartTagToken, html.SelfClosingTagToken, html.EndTagToken:
-			var name []byte
-			var may bool
-			name, may, buf = tagName(ours, buf)
-			want, has := theirs.TagName()
-			if !bytes.Equal(name, want) {
-				t.Fatalf("tag %q: name %q, the tokenizer's %q", ours.Raw(), name, want)
-			}
-			if has && !may && tt != html.EndTagToken {
-				t.Fatalf("tag %q: said no attributes, the tokenizer has some", ours.Raw())
-			}
+			fn(tt, ours, theirs)
 		}
 	}
+}
+
+// sameTagNames fails unless tagName gives each tag of src the tokenizer's
+// own name, and says attributes may follow whenever the tokenizer has any.
+func sameTagNames(t *testing.T, src []byte) {
+	t.Helper()
+	var buf []byte
+	eachTagTwice(t, src, func(tt html.TokenType, ours, theirs *html.Tokenizer) {
+		var name []byte
+		var may bool
+		name, may, buf = tagName(ours, buf)
+		want, has := theirs.TagName()
+		if !bytes.Equal(name, want) {
+			t.Fatalf("tag %q: name %q, the tokenizer's %q", ours.Raw(), name, want)
+		}
+		if has && !may && tt != html.EndTagToken {
+			t.Fatalf("tag %q: said no attributes, the tokenizer has some", ours.Raw())
+		}
+	})
 }
 
 func TestTagNameAsTheTokenizers(t *testing.T) {

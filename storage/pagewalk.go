@@ -96,6 +96,13 @@ func setBit(bits []uint64, i uint64)      { bits[i/64] |= 1 << (i % 64) }
 // error is for a file that cannot be read at all. ends, if not nil, is
 // told where each page's contents end (see pageWalk.ends).
 func walkPages(path string, txid uint64, report func(format string, args ...any), ends map[uint64]int) (sound bool, err error) {
+	return walkFile(path, txid, report, ends, func(w *pageWalk, root uint64) { w.tree(root) })
+}
+
+// walkFile opens path for a walk, reads its meta pages (those of txid, as
+// walkPages) and, when they are sound, hands the walk and the root page
+// to walk; sound says no problem was reported.
+func walkFile(path string, txid uint64, report func(format string, args ...any), ends map[uint64]int, walk func(w *pageWalk, root uint64)) (sound bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return false, err
@@ -106,9 +113,8 @@ func walkPages(path string, txid uint64, report func(format string, args ...any)
 		return false, err
 	}
 	w := &pageWalk{f: f, size: info.Size(), report: report, ends: ends}
-	root, ok := w.readMetas(txid)
-	if ok {
-		w.tree(root)
+	if root, ok := w.readMetas(txid); ok {
+		walk(w, root)
 	}
 	return w.problems == 0, nil
 }
@@ -119,18 +125,7 @@ func walkPages(path string, txid uint64, report func(format string, args ...any)
 // read past the page, past the mapped file even, before any fault it
 // could turn into an error.
 func walkTop(path string, report func(format string, args ...any)) (sound bool, err error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return false, err
-	}
-	w := &pageWalk{f: f, size: info.Size(), report: report}
-	root, ok := w.readMetas(0)
-	if ok {
+	return walkFile(path, 0, report, nil, func(w *pageWalk, root uint64) {
 		level := []pageRef{{id: root, bucket: rootBucket, from: "the meta page"}}
 		for range 2 {
 			var next []pageRef
@@ -139,8 +134,7 @@ func walkTop(path string, report func(format string, args ...any)) (sound bool, 
 			}
 			level = next
 		}
-	}
-	return w.problems == 0, nil
+	})
 }
 
 // read reads n bytes at page id's start, or reports why it cannot.
