@@ -18,7 +18,10 @@ func sameAttrs(t *testing.T, src []byte) {
 		var got []string
 		seen := map[string]bool{}
 		ok := rawAttrs(ours.Raw(), func(key, val []byte) {
-			k := asciiLower(key)
+			k := string(key) // lower case already, up to 32 bytes
+			if len(key) > 32 {
+				k = asciiLower(key)
+			}
 			if !seen[k] {
 				seen[k] = true
 				got = append(got, fmt.Sprintf("%s=%q", k, val))
