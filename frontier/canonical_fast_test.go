@@ -233,7 +233,10 @@ func TestFastPathsAtTheLengthLimit(t *testing.T) {
 }
 
 // checkOtherScheme holds ResolveLink's quick refusal of a reference with
-// another scheme to the parser's: refused too, with the same error.
+// another scheme to the parser's: refused too, with the same error, or
+// with the parser's own when it finds the reference malformed before it
+// reads the scheme ("tttp://a.hest:808d/q": its port); the quick refusal
+// names the scheme either way.
 func checkOtherScheme(t interface {
 	Fatalf(string, ...any)
 }, base, ref string) bool {
@@ -246,7 +249,8 @@ func checkOtherScheme(t interface {
 	}
 	_, got := b.ResolveLink(ref)
 	_, want := b.parseLink(ref)
-	if got == nil || want == nil || got.Error() != want.Error() || !errors.Is(got, ErrUnsupportedScheme) {
+	if got == nil || want == nil || !errors.Is(got, ErrUnsupportedScheme) ||
+		got.Error() != want.Error() && errors.Is(want, ErrUnsupportedScheme) {
 		t.Fatalf("ResolveLink(%q) against %q: error %v; the parser's %v", ref, base, got, want)
 	}
 	return true
