@@ -81,29 +81,29 @@ func TestPageBudgetIsSharedByTheLiveProcesses(t *testing.T) {
 // restart with the same fleet ID is a new instance.
 func TestPageBudgetStartsAfreshWhenTheRunIsOver(t *testing.T) {
 	s, _ := openScopeStore(t)
-	ctx := context.Background()
+	// killed stops b's heartbeat as a kill does: b never leaves.
+	killed := func(b *PageBudget) {
+		s.rdb.HSet(context.Background(), keyProcs, b.id, `{"instance":"`+b.instance+`","server_ms":1}`)
+	}
+	// rejoin joins as id after its run's members died: a new run of limit.
+	rejoin := func(id string, limit int, why string) {
+		t.Helper()
+		b, runLimit, used := joinBudget(t, s, id, limit)
+		if runLimit != limit || used != 0 {
+			t.Fatalf("%s: limit %d used %d, want a new run %d/0", why, runLimit, used, limit)
+		}
+		if got, _ := takeAll(t, b); got != limit {
+			t.Fatalf("%s: took %d of the new run's %d", why, got, limit)
+		}
+		killed(b)
+	}
 	a, _, _ := joinBudget(t, s, "a", 10)
 	if got, _ := takeAll(t, a); got != 10 {
 		t.Fatalf("a took %d of 10", got)
 	}
-	// a is killed: it never leaves, and its heartbeat stops.
-	s.rdb.HSet(ctx, keyProcs, "a", `{"instance":"`+a.instance+`","server_ms":1}`)
-	b, limit, used := joinBudget(t, s, "b", 12)
-	if limit != 12 || used != 0 {
-		t.Fatalf("joined after the run's only member died: limit %d used %d, want a new run 12/0", limit, used)
-	}
-	if got, _ := takeAll(t, b); got != 12 {
-		t.Errorf("b took %d of its new run's 12", got)
-	}
-	// b is killed and restarts with its ID (a new instance): a new run too.
-	s.rdb.HSet(ctx, keyProcs, "b", `{"instance":"`+b.instance+`","server_ms":1}`)
-	b2, limit, used := joinBudget(t, s, "b", 12)
-	if limit != 12 || used != 0 {
-		t.Fatalf("a restart with the same ID: limit %d used %d, want 12/0", limit, used)
-	}
-	if got, _ := takeAll(t, b2); got != 12 {
-		t.Errorf("b's restart took %d of 12", got)
-	}
+	killed(a)
+	rejoin("b", 12, "joined after the run's only member died")
+	rejoin("b", 12, "a restart with the same ID (a new instance)")
 }
 
 // However many processes take at once, they never take more than the
