@@ -2,6 +2,7 @@ package extract
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -75,7 +76,11 @@ func ScanHTMLWith(pageURL, contentType string, body io.Reader, opts ScanOptions)
 		contentType = mediaType
 	}
 	sc := htmlScan{page: page, links: newLinkSet(page, true), opts: opts, anchorAt: -1}
-	sc.run(html.NewTokenizer(decodedReader(br, contentType)))
+	z := tokenizers.Get().(*tokenizer)
+	z.reset(decodedReader(br, contentType), maxTokenBytes)
+	sc.run(z)
+	z.release()
+	tokenizers.Put(z)
 	sc.endAnchor()
 	title := strings.ToValidUTF8(strings.Join(strings.Fields(sc.title.String()), " "), "\uFFFD")
 	out := Page{Title: truncateRunes(title, maxTitleRunes), Links: sc.links.links, Robots: sc.robots,
@@ -87,6 +92,9 @@ func ScanHTMLWith(pageURL, contentType string, body io.Reader, opts ScanOptions)
 // sniffReaders are the buffered readers pages are sniffed and read
 // through: one a page was a tenth of what a small page's scan allocated.
 var sniffReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+
+// tokenizers are the pages' tokenizers, kept with their windows.
+var tokenizers = sync.Pool{New: func() any { return new(tokenizer) }}
 
 // htmlScan is one page's scan in progress.
 type htmlScan struct {
@@ -126,16 +134,15 @@ type htmlScan struct {
 	anchorAlt  string
 }
 
-func (sc *htmlScan) run(z *html.Tokenizer) {
-	z.SetMaxBuf(maxTokenBytes)
+func (sc *htmlScan) run(z *tokenizer) {
 	for {
 		tt := z.Next()
 		inStyle, inScript := sc.inStyle, sc.inScript
 		sc.inStyle, sc.inScript = false, false
 		switch tt {
-		case html.ErrorToken:
+		case errorToken:
 			return // io.EOF, a read error or a token over maxTokenBytes
-		case html.TextToken:
+		case textToken:
 			text := z.Text() // a second call would return nothing
 			switch {
 			case sc.inTitle:
@@ -147,15 +154,15 @@ func (sc *htmlScan) run(z *html.Tokenizer) {
 			case !inScript:
 				sc.readText(text)
 			}
-		case html.StartTagToken, html.SelfClosingTagToken:
+		case startTagToken:
 			var name []byte
 			var hasAttr bool
-			name, hasAttr, sc.nameBuf = tagName(z, sc.nameBuf)
+			name, hasAttr, sc.nameBuf = tagName(z.Raw(), sc.nameBuf)
 			sc.breakWords(name)
 			sc.startTag(z, name, hasAttr)
-		case html.EndTagToken:
+		case endTagToken:
 			var name []byte
-			name, _, sc.nameBuf = tagName(z, sc.nameBuf)
+			name, _, sc.nameBuf = tagName(z.Raw(), sc.nameBuf)
 			sc.breakWords(name)
 			switch string(name) {
 			case "svg", "math":
@@ -178,7 +185,7 @@ func (sc *htmlScan) run(z *html.Tokenizer) {
 	}
 }
 
-func (sc *htmlScan) startTag(z *html.Tokenizer, rawName []byte, hasAttr bool) {
+func (sc *htmlScan) startTag(z *tokenizer, rawName []byte, hasAttr bool) {
 	name := knownElement(rawName)
 	switch name {
 	case "svg", "math":
@@ -207,7 +214,7 @@ func (sc *htmlScan) startTag(z *html.Tokenizer, rawName []byte, hasAttr bool) {
 		return // reading attributes costs the tokenizer a copy each
 	}
 	a := &sc.attrs
-	a.read(z, want)
+	a.read(z.Raw(), want)
 	sc.elementLinks(a, name)
 	if a.has(attrStyle) {
 		if name == "" {
@@ -381,7 +388,7 @@ func requisiteRel(rel string) bool {
 }
 
 // selfClosing reports whether the token just read was written <x/>.
-func selfClosing(z *html.Tokenizer) bool {
+func selfClosing(z *tokenizer) bool {
 	raw := z.Raw()
 	return len(raw) >= 2 && raw[len(raw)-2] == '/'
 }
@@ -486,11 +493,15 @@ type tagAttrs struct {
 	style []byte
 }
 
-func (a *tagAttrs) read(z *html.Tokenizer, want attrSet) {
+func (a *tagAttrs) read(raw []byte, want attrSet) {
 	a.seen = 0
-	if rawAttrs(z.Raw(), func(key, val []byte) { a.take(want, key, val) }) {
+	if rawAttrs(raw, func(key, val []byte) { a.take(want, key, val) }) {
 		return // read in place (rawattrs.go)
 	}
+	// Values to rewrite (entities, NULs, line breaks): x/net reads this
+	// one tag, as it reads it in a page.
+	z := html.NewTokenizer(bytes.NewReader(raw))
+	z.Next()
 	for more := true; more; {
 		var key, val []byte
 		key, val, more = z.TagAttr()

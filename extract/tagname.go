@@ -1,18 +1,11 @@
 package extract
 
-import (
-	"bytes"
+import "bytes"
 
-	"golang.org/x/net/html"
-)
-
-// tagName returns the lower-cased name of the tag token z holds, read from
-// its raw bytes into buf, and whether attributes may follow it (TagAttr
-// then says whether there are any). The tokenizer's TagName copies every
-// name it returns, to replace NUL bytes: a tenth of a page's scan. A name
-// holding a NUL, or raw bytes this does not read as a tag, are left to it.
-func tagName(z *html.Tokenizer, buf []byte) (name []byte, mayHaveAttr bool, _ []byte) {
-	raw := z.Raw()
+// tagName returns the lower-cased name of the tag token raw ("<" or "</",
+// a letter, ...), read into buf, and whether attributes may follow it. A
+// NUL in the name reads as U+FFFD, as in x/net's TagName.
+func tagName(raw, buf []byte) (name []byte, mayHaveAttr bool, _ []byte) {
 	i := 1 // after '<'
 	if i < len(raw) && raw[i] == '/' {
 		i++
@@ -21,14 +14,15 @@ func tagName(z *html.Tokenizer, buf []byte) (name []byte, mayHaveAttr bool, _ []
 	for i < len(raw) && !isTagNameEnd(raw[i]) {
 		i++
 	}
-	if start == i || start >= len(raw) || !isASCIILetter(raw[start]) || bytes.IndexByte(raw[start:i], 0) >= 0 {
-		n, has := z.TagName()
-		return n, has, buf
-	}
 	buf = buf[:0]
+	hasNUL := bytes.IndexByte(raw[start:i], 0) >= 0
 	for _, c := range raw[start:i] {
-		if 'A' <= c && c <= 'Z' {
+		switch {
+		case 'A' <= c && c <= 'Z':
 			c += 'a' - 'A'
+		case c == 0 && hasNUL:
+			buf = append(buf, "\ufffd"...)
+			continue
 		}
 		buf = append(buf, c)
 	}
