@@ -9,6 +9,8 @@ package crawl_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -111,8 +113,10 @@ func TestRefusingHostIsHeldForAHuman(t *testing.T) {
 	cases := 0
 	err := db.ForEachCase(func(c store.Case) error {
 		cases++
-		if c.Host != key || c.Status != 403 || !strings.Contains(strings.ToLower(c.Excerpt), "breakwater") {
-			t.Errorf("case %+v: want host %s, status 403 and an excerpt naming breakwater", c, key)
+		// The body's words, not only its header's: the page was read as
+		// it streamed, and its head kept for this.
+		if c.Host != key || c.Status != 403 || !strings.Contains(strings.ToLower(c.Excerpt), "breakwater is not welcome") {
+			t.Errorf("case %+v: want host %s, status 403 and an excerpt of the body naming breakwater", c, key)
 		}
 		return nil
 	})
@@ -233,5 +237,34 @@ func TestOpenCircuitLeavesNoConnectionOpen(t *testing.T) {
 	}
 	if open != 0 {
 		t.Errorf("%d of %d connections to the dead host still open with its circuit open", open, conns)
+	}
+}
+
+// A page that refuses us in its body alone, its robots.txt open, is a
+// refusal: the page is read as it streams, and the head of a 403 kept for
+// its words.
+func TestRefusalInAStreamedPagesBody(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			fmt.Fprint(w, "User-agent: *\nAllow: /\n")
+			return
+		}
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, "<html><body>Access denied: breakwater is not welcome on this page.</body></html>")
+	}))
+	t.Cleanup(srv.Close)
+	db := openDB(t, "")
+	runCrawl(t, testContext(t, 20*time.Second), db, testOptions(t, srv.URL+"/"))
+	var excerpts []string
+	err := db.ForEachCase(func(c store.Case) error {
+		excerpts = append(excerpts, c.Excerpt)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(excerpts) != 1 || !strings.Contains(excerpts[0], "breakwater is not welcome") {
+		t.Errorf("cases %q: want one, its excerpt from the page's body", excerpts)
 	}
 }

@@ -89,3 +89,38 @@ func TestDigestOfAHandBuiltResponse(t *testing.T) {
 		t.Errorf("Digest = %d, %x; streamed %v", n, sum, r.Streamed())
 	}
 }
+
+// KeepHead decides by status whether Body keeps the streamed head; the
+// digest is the whole body's either way.
+func TestStreamKeepsTheHeadOnlyWhereAsked(t *testing.T) {
+	t.Parallel()
+	page := bytes.Repeat([]byte("refused: breakwater "), 100)
+	srv := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/denied" {
+			w.WriteHeader(http.StatusForbidden)
+		}
+		w.Write(page)
+	})
+	f := newTestFetcher(t, testOptions())
+	notOK := func(status int) bool { return status < 200 || status >= 300 }
+	for _, tc := range []struct {
+		path     string
+		wantHead bool
+	}{{"/page", false}, {"/denied", true}} {
+		var got []byte
+		r := f.Fetch(context.Background(), Request{URL: srv.URL + tc.path, KeepHead: notOK,
+			Read: func(_ *Response, body io.Reader) { got, _ = io.ReadAll(body) }})
+		if r.Err != nil {
+			t.Fatalf("%s: %v", tc.path, r.Err)
+		}
+		if !bytes.Equal(got, page) {
+			t.Errorf("%s: Read got %d bytes, want %d", tc.path, len(got), len(page))
+		}
+		if kept := len(r.Body) > 0; kept != tc.wantHead || kept && !bytes.Equal(r.Body, page) {
+			t.Errorf("%s (status %d): Body keeps %d bytes, want the head: %v", tc.path, r.Status, len(r.Body), tc.wantHead)
+		}
+		if n, sum := r.Digest(); n != int64(len(page)) || sum != sha256.Sum256(page) {
+			t.Errorf("%s: digest of %d bytes, want the whole body's", tc.path, n)
+		}
+	}
+}
