@@ -234,6 +234,7 @@ func (e *Engine) circuitOpen(host string) bool {
 // MaxDuration or MaxPages is reached.
 func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	defer applyMemoryLimit(e.opts.MemoryLimit)()
+	defer holdHeapFloor(heapFloorUnder(e.opts.MemoryLimit))()
 	start := e.opts.Now()
 	before, err := e.db.Counts()
 	if err != nil {

@@ -146,7 +146,7 @@ var flagTable = []Flag{
 		Help:  "concurrent fetches in all",
 		field: func(v *FlagValues) any { return &v.Options.Workers }},
 	{Name: "memory-limit", Group: GroupRun, Why: whyMachine,
-		Help:  "soft limit in bytes on the crawler's memory (heap, stacks, runtime): past it the garbage collector works harder instead of letting the heap double; 0, or GOMEMLIMIT in the environment, leaves the Go runtime's own",
+		Help:  "soft limit in bytes on the crawler's memory (heap, stacks, runtime): past it the garbage collector works harder instead of letting the heap double; below it, a small heap may grow by 32 MiB (or a quarter of the limit) between collections, unless GOGC is set; 0, or GOMEMLIMIT in the environment, leaves the Go runtime's own",
 		field: func(v *FlagValues) any { return &v.Options.MemoryLimit }},
 	{Name: "max-pages", Group: GroupRun, Why: whyLimit,
 		Help:  "stop after attempting this many pages this run (0: unlimited); on a --store, between the processes crawling it together",

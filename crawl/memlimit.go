@@ -31,3 +31,13 @@ func applyMemoryLimit(limit int64) (restore func()) {
 		}
 	}
 }
+
+// heapFloorUnder returns the heap floor a crawl keeps under its memory
+// limit: DefaultHeapFloor, none without a limit of the crawl's own (the
+// limit is what bounds what the floor adds), and at most a quarter of it.
+func heapFloorUnder(limit int64) uint64 {
+	if limit <= 0 || os.Getenv("GOMEMLIMIT") != "" {
+		return 0
+	}
+	return uint64(min(DefaultHeapFloor, limit/4))
+}

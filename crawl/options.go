@@ -53,8 +53,11 @@ type Options struct {
 	// collector runs more often rather than let the heap grow to twice
 	// what is live, as it otherwise does (GOGC). It bounds the headroom,
 	// not the crawl: a crawl that needs more goes past it, paying in GC
-	// CPU. Default DefaultMemoryLimit; zero leaves the runtime's own
-	// (GOMEMLIMIT), and so does a GOMEMLIMIT in the environment.
+	// CPU. Below it, while the live heap is small, the collector waits
+	// for the heap to grow by DefaultHeapFloor (or a quarter of the limit)
+	// between cycles, unless GOGC is in the environment. Default
+	// DefaultMemoryLimit; zero leaves the runtime's own (GOMEMLIMIT) and
+	// pace, and so does a GOMEMLIMIT in the environment.
 	MemoryLimit int64
 	// HostConcurrency caps the requests in flight to one host. Default 1.
 	HostConcurrency int
