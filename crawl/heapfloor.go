@@ -111,4 +111,3 @@ func liveHeap() uint64 {
 	}
 	return sample[0].Value.Uint64()
 }
-
