@@ -54,7 +54,7 @@ func classifyStatus(r *fetch.Response, productToken string) Verdict {
 		v.Class = breaker.OK
 	case s == 429:
 		v.Class = breaker.Throttled
-	case s == 401 || s == 403:
+	case namesUsIn(s):
 		v.Class = breaker.Permanent
 		if ex, ok := namesUs(r, productToken); ok {
 			v.Class, v.Excerpt = breaker.Refused, ex
@@ -124,6 +124,11 @@ func isCertificateError(err error) bool {
 	return errors.As(err, &verify) || errors.As(err, &unknown) ||
 		errors.As(err, &hostname) || errors.As(err, &invalid)
 }
+
+// namesUsIn reports whether a response of this status is searched for
+// our name (namesUs): a refusal's. Only those keep their body's head once
+// it has streamed.
+func namesUsIn(status int) bool { return status == 401 || status == 403 }
 
 // namesUs looks for productToken in the body, then in every header value,
 // and returns the text around the first match.

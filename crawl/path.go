@@ -205,7 +205,7 @@ func (e *Engine) request(x *exchange) (disposition, bool) {
 		page.MaxBody = e.bodyCap(x.lease.Item)
 		if x.lease.Item.Kind != store.KindSitemap {
 			page.Read = x.scanPage // sitemaps are read whole, by their own reader
-			page.KeepHead = headRead
+			page.KeepHead = namesUsIn
 		}
 	}
 	ctx, done := x.host.beginRequest(e.fetchCtx)
@@ -224,10 +224,6 @@ func (e *Engine) request(x *exchange) (disposition, bool) {
 	}
 	return disposition{}, false
 }
-
-// headRead reports whether a page's head is read once it has streamed: a
-// refusal's, for its words (namesUs).
-func headRead(status int) bool { return status == 401 || status == 403 }
 
 // hopRefused ends a robots.txt lease whose redirect led to a host that may
 // not be asked. One that may be asked later parks the lease's host until

@@ -158,9 +158,7 @@ func (z *tokenizer) token(b []byte) (kind tokenKind, n int, more bool) {
 			z.dataStart, z.dataEnd = z.start, z.start+n
 			z.textIsRaw = z.rawTag != "textarea" && z.rawTag != "title"
 			z.convertNUL = true
-			if z.rawTag == "plaintext" {
-				z.textIsRaw = true
-			} else {
+			if z.rawTag != "plaintext" { // plaintext runs to the end
 				z.rawTag = ""
 			}
 			return textToken, n, false
@@ -435,7 +433,7 @@ func (z *tokenizer) rawText(b []byte) (n int, more bool) {
 		if b[i] != '/' {
 			continue
 		}
-		switch z.endTagAt(b, i+1) {
+		switch m, _ := z.endTagAt(b, i+1); m {
 		case endTagFound:
 			return i - 1, false
 		case endTagCut:
@@ -461,25 +459,27 @@ const (
 )
 
 // endTagAt reports whether b holds, from i (after "</"), the raw text
-// element's name in any case and then a space, '/' or '>'.
-func (z *tokenizer) endTagAt(b []byte, i int) endTagMatch {
+// element's name in any case and then a space, '/' or '>'. When it does
+// not, next is where reading resumes: the first byte that differed from
+// the name (read again), or the byte after the name.
+func (z *tokenizer) endTagAt(b []byte, i int) (m endTagMatch, next int) {
 	name := z.rawTag
 	for k := 0; k < len(name); k++ {
 		if i+k >= len(b) {
-			return endTagCut
+			return endTagCut, 0
 		}
 		if c := b[i+k]; c != name[k] && c != name[k]-('a'-'A') {
-			return endTagNot
+			return endTagNot, i + k
 		}
 	}
 	if i+len(name) >= len(b) {
-		return endTagCut
+		return endTagCut, 0
 	}
 	switch b[i+len(name)] {
 	case ' ', '\n', '\r', '\t', '\f', '/', '>':
-		return endTagFound
+		return endTagFound, 0
 	}
-	return endTagNot
+	return endTagNot, i + len(name)
 }
 
 // The script data states of the HTML5 tokenizer: a script's "<!--" may
@@ -517,15 +517,14 @@ func (z *tokenizer) script(b []byte) (n int, more bool) {
 			}
 			switch b[i] {
 			case '/':
-				switch z.endTagAt(b, i+1) {
+				m, next := z.endTagAt(b, i+1)
+				switch m {
 				case endTagFound:
 					return i - 1, false
 				case endTagCut:
 					return z.rawEnd(b)
 				}
-				// Not the end tag: read on from the byte it differs at,
-				// which endTagAt left unread.
-				i = z.endTagMismatch(b, i+1)
+				i = next // not the end tag: read on from where it differs
 			case '!':
 				// "<!--" escapes; "<!-" and "<!" alone do not.
 				if i+1 >= len(b) {
@@ -561,14 +560,14 @@ func (z *tokenizer) script(b []byte) (n int, more bool) {
 				}
 				switch d := b[i]; {
 				case d == '/':
-					switch z.endTagAt(b, i+1) {
+					m, next := z.endTagAt(b, i+1)
+					switch m {
 					case endTagFound:
 						return i - 1, false
 					case endTagCut:
 						return z.rawEnd(b)
 					}
-					i = z.endTagMismatch(b, i+1)
-					state = scriptEscaped
+					i, state = next, scriptEscaped
 					continue
 				case isASCIILetter(d):
 					next, double, cut := scriptWordAt(b, i)
@@ -607,7 +606,8 @@ func (z *tokenizer) script(b []byte) (n int, more bool) {
 					state = scriptDoubleEscaped
 					continue
 				}
-				switch z.endTagAt(b, i+1) {
+				m, next := z.endTagAt(b, i+1)
+				switch m {
 				case endTagFound:
 					// "</script>" ends the hidden script, not this one.
 					i += 1 + len("script") + 1
@@ -616,26 +616,12 @@ func (z *tokenizer) script(b []byte) (n int, more bool) {
 				case endTagCut:
 					return z.rawEnd(b)
 				}
-				i = z.endTagMismatch(b, i+1)
-				state = scriptDoubleEscaped
+				i, state = next, scriptDoubleEscaped
 				continue
 			}
 			state = scriptDoubleEscaped
 		}
 	}
-}
-
-// endTagMismatch returns where reading resumes after "</" at i-2 that was
-// not the raw text element's end tag: the first byte that differed from
-// its name (read again), or after the byte after the name.
-func (z *tokenizer) endTagMismatch(b []byte, i int) int {
-	name := z.rawTag
-	for k := 0; k < len(name); k++ {
-		if c := b[i+k]; c != name[k] && c != name[k]-('a'-'A') {
-			return i + k
-		}
-	}
-	return i + len(name)
 }
 
 // scriptWordAt reads, after "<" in an escaped script, whether "script" and
