@@ -10,12 +10,9 @@ import (
 // the batch that completes the page, whether the scope queued it or not:
 // a later run with a wider scope finds there what this one refused.
 
-// pageLinks are what a completed page's batch stores as its links: the
-// links and their record, encoded on the worker's goroutine.
-type pageLinks struct {
-	links []store.Outlink
-	rec   []byte
-}
+// pageLinks are what a completed page's batch stores as its links: their
+// record, encoded on the worker's goroutine, which names every URL.
+type pageLinks struct{ rec []byte }
 
 // outlinks converts a page's scanned links to the graph's, in page order.
 func outlinks(links []extract.Link) []store.Outlink {
@@ -47,8 +44,7 @@ func (e *Engine) graphLinks(x *exchange, d store.Directives) *pageLinks {
 	if !e.caps.LinkGraph || x.robots || len(x.links) == 0 && x.prior == nil {
 		return nil
 	}
-	links := outlinks(x.links)
-	return &pageLinks{links: links, rec: store.EncodeLinks(store.LinksPageOf(x.lease.Item, d), links)}
+	return &pageLinks{rec: store.EncodeLinks(store.LinksPageOf(x.lease.Item, d), outlinks(x.links))}
 }
 
 // put adds the page's links to b; a nil p adds nothing.
@@ -56,7 +52,7 @@ func (p *pageLinks) put(page store.Item) []func(*store.Batch) {
 	if p == nil {
 		return nil
 	}
-	return []func(*store.Batch){func(b *store.Batch) { b.PutLinks(page, p.links, p.rec) }}
+	return []func(*store.Batch){func(b *store.Batch) { b.PutLinks(page, nil, p.rec) }}
 }
 
 // graphRedirect returns the link a redirect's batch stores, its Location,
@@ -73,5 +69,5 @@ func (e *Engine) graphRedirect(x *exchange, r *store.Result) *pageLinks {
 	}
 	links := []store.Outlink{{To: target.Hash, Edge: store.Edge{To: target.URL, Kind: store.LinkRedirect,
 		Element: "http", Attr: "Location"}}}
-	return &pageLinks{links: links, rec: store.EncodeLinks(store.LinksPageOf(x.lease.Item, 0), links)}
+	return &pageLinks{rec: store.EncodeLinks(store.LinksPageOf(x.lease.Item, 0), links)}
 }

@@ -20,21 +20,18 @@ func (db *DB) Commit(b *store.Batch) (*store.Committed, error) {
 	db.commitMu.Lock()
 	defer db.commitMu.Unlock()
 	var fresh []uint64
-	var named map[store.Hash]struct{}
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		w := newBatchWriter(tx, out, db.seen, b.Adds())
-		w.known = db.named
 		if err := b.Each(w.apply); err != nil {
 			return err
 		}
-		fresh, named = w.fresh, w.named
+		fresh = w.fresh
 		return w.finish()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("commit batch of %d: %w", b.Len(), err)
 	}
 	db.seen.addAll(fresh)
-	db.named.addAll(named)
 	if db.commits++; db.commits%dropMappedEvery == 0 {
 		// The pages only count in the process's RSS: nothing is lost if
 		// the kernel refuses, and the commit stands.
@@ -70,10 +67,6 @@ type batchWriter struct {
 	// and whether any lane holds anything.
 	refill map[string]struct{}
 	lanes  int
-	// named holds the hashes this transaction found or put in the link
-	// graph's URL table; known those earlier commits did (namedcache.go).
-	named map[store.Hash]struct{}
-	known *namedCache
 }
 
 // newBatchWriter prepares to apply a batch with the given number of Adds.
@@ -170,7 +163,7 @@ func (w *batchWriter) apply(o store.Op) error {
 	case store.OpQueueRefreshes:
 		return w.queueRefreshes(o.Hosts, o.AllHosts)
 	case store.OpPutLinks:
-		return w.putLinks(o.Item, o.Value, o.Links)
+		return w.putLinks(o.Item, o.Value)
 	}
 	return fmt.Errorf("unknown batch op %d", o.Kind)
 }

@@ -10,19 +10,17 @@ import (
 )
 
 // The link graph: links holds each page's links, page Hash -> one record
-// (store.EncodeLinks) naming the targets by Hash; urls holds the URL of
-// every page and target named there, Hash -> URL, each written once. A
-// target linked from a thousand pages costs a thousand 16-byte hashes and
-// one URL.
+// (store.EncodeLinks) naming the page and its targets. urls is the URL
+// table of files written before records named their URLs, Hash -> URL:
+// their records are read by it until a refresh replaces them.
 var (
 	bucketLinks    = []byte("links")
 	bucketLinkURLs = []byte("urls")
 )
 
-// putLinks replaces the page's links. The URLs of the page and of its
-// targets go in the URL table unless there already: one lookup each in
-// the write transaction, which costs no page write when present.
-func (w *batchWriter) putLinks(page store.Item, rec []byte, links []store.Outlink) error {
+// putLinks replaces the page's links: one write, whose record names every
+// URL it needs, so that a new target costs no write of its own.
+func (w *batchWriter) putLinks(page store.Item, rec []byte) error {
 	key := page.Hash[:]
 	bk := w.tx.Bucket(bucketLinks)
 	if store.LinksEmpty(rec) {
@@ -30,44 +28,6 @@ func (w *batchWriter) putLinks(page store.Item, rec []byte, links []store.Outlin
 	}
 	if err := bk.Put(key, rec); err != nil {
 		return fmt.Errorf("links of %s: %w", page.URL, err)
-	}
-	urls := w.tx.Bucket(bucketLinkURLs)
-	if err := w.nameURL(urls, &page.Hash, page.URL); err != nil {
-		return err
-	}
-	for i := range links {
-		if err := w.nameURL(urls, &links[i].To, links[i].Edge.To); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// nameURL is putURL once a transaction per hash: the pages of one batch
-// link to many of the same URLs (a site's navigation), and a lookup in
-// memory is far cheaper than one in the table.
-func (w *batchWriter) nameURL(urls *bolt.Bucket, h *store.Hash, url string) error {
-	if _, done := w.named[*h]; done || w.known.has(h) {
-		return nil
-	}
-	if err := putURL(urls, h, url); err != nil {
-		return err
-	}
-	if w.named == nil {
-		w.named = make(map[store.Hash]struct{})
-	}
-	w.named[*h] = struct{}{}
-	return nil
-}
-
-// putURL names h in the URL table unless it is there. h is a pointer so
-// that the key is a slice of the caller's array, not of a copy made for it.
-func putURL(urls *bolt.Bucket, h *store.Hash, url string) error {
-	if urls.Get(h[:]) != nil {
-		return nil
-	}
-	if err := urls.Put(h[:], []byte(url)); err != nil {
-		return fmt.Errorf("URL table: %s: %w", url, err)
 	}
 	return nil
 }
@@ -163,16 +123,19 @@ func (db *DB) ForEachPageLinks(fn func(p *store.PageLinks) error) error {
 func pageLinks(urls *bolt.Bucket, k, rec []byte) (store.PageLinks, error) {
 	var p store.PageLinks
 	var err error
-	if p.URL, err = urlOf(urls, k); err != nil {
+	if p.Page, err = store.DecodeLinksPage(rec); err != nil {
+		return p, fmt.Errorf("links of the page hashed %x: %w", k, err)
+	}
+	if p.URL, err = pageURL(urls, k, p.Page); err != nil {
 		return p, err
 	}
-	if p.Page, err = store.DecodeLinksPage(rec); err != nil {
-		return p, fmt.Errorf("links of %s: %w", p.URL, err)
-	}
 	err = store.DecodeLinks(rec, func(l store.Outlink) error {
-		if l.Edge.To, err = urlOf(urls, l.To[:]); err != nil {
-			return err
+		if !p.Page.Named {
+			if l.Edge.To, err = urlOf(urls, l.To[:]); err != nil {
+				return err
+			}
 		}
+		l.Edge.From = ""
 		p.Links = append(p.Links, l)
 		return nil
 	})
@@ -219,7 +182,11 @@ func pageEdges(urls *bolt.Bucket, k, rec []byte, target *store.Hash, edges []sto
 	if target != nil && !linksTo(rec, *target) {
 		return edges, nil
 	}
-	from, err := urlOf(urls, k)
+	page, err := store.DecodeLinksPage(rec)
+	if err != nil {
+		return edges, fmt.Errorf("links of the page hashed %x: %w", k, err)
+	}
+	from, err := pageURL(urls, k, page)
 	if err != nil {
 		return edges, err
 	}
@@ -229,8 +196,10 @@ func pageEdges(urls *bolt.Bucket, k, rec []byte, target *store.Hash, edges []sto
 		}
 		e := l.Edge
 		e.From = from
-		if e.To, err = urlOf(urls, l.To[:]); err != nil {
-			return err
+		if !page.Named {
+			if e.To, err = urlOf(urls, l.To[:]); err != nil {
+				return err
+			}
 		}
 		edges = append(edges, e)
 		return nil
@@ -252,7 +221,19 @@ func linksTo(rec []byte, target store.Hash) bool {
 	return found || err != nil
 }
 
+// pageURL is the URL of the page whose record, keyed k, says page: its
+// own, or the URL table's for a record that names none.
+func pageURL(urls *bolt.Bucket, k []byte, page store.LinksPage) (string, error) {
+	if page.Named {
+		return page.URL, nil
+	}
+	return urlOf(urls, k)
+}
+
 func urlOf(urls *bolt.Bucket, h []byte) (string, error) {
+	if urls == nil {
+		return "", fmt.Errorf("URL table: none for hash %x (no URL table in the file)", h)
+	}
 	v := urls.Get(h)
 	if v == nil {
 		return "", fmt.Errorf("URL table: no URL for hash %x", h)
@@ -262,6 +243,8 @@ func urlOf(urls *bolt.Bucket, h []byte) (string, error) {
 
 // GraphSize is what the link graph takes in the file.
 type GraphSize struct {
+	// URLs counts the distinct URLs the graph names: its pages and their
+	// targets.
 	Pages, Edges, URLs int64
 	// Bytes are the bytes of the file's pages the graph's two buckets
 	// take (their leaf and branch pages, allocated).
@@ -269,8 +252,8 @@ type GraphSize struct {
 }
 
 // GraphSize counts the link graph's pages, links and URLs and the bytes
-// it takes in the file. It reads the whole graph: for the bench and
-// tests, not for a running crawl's every commit.
+// it takes in the file. It reads the whole graph and holds every hash it
+// names: for the bench and tests, not for a running crawl's every commit.
 func (db *DB) GraphSize() (GraphSize, error) {
 	var s GraphSize
 	err := db.bolt.View(func(tx *bolt.Tx) error {
@@ -280,17 +263,22 @@ func (db *DB) GraphSize() (GraphSize, error) {
 				s.Bytes += int64(st.LeafAlloc + st.BranchAlloc + st.InlineBucketInuse)
 			}
 		}
-		if urls := tx.Bucket(bucketLinkURLs); urls != nil {
-			s.URLs = int64(urls.Stats().KeyN)
-		}
 		bk := tx.Bucket(bucketLinks)
 		if bk == nil {
 			return nil
 		}
-		return bk.ForEach(func(k, v []byte) error {
+		named := map[store.Hash]struct{}{}
+		err := bk.ForEach(func(k, v []byte) error {
 			s.Pages++
-			return store.LinkTargets(v, func(int, store.Hash) bool { s.Edges++; return true })
+			named[store.Hash(k)] = struct{}{}
+			return store.LinkTargets(v, func(_ int, to store.Hash) bool {
+				s.Edges++
+				named[to] = struct{}{}
+				return true
+			})
 		})
+		s.URLs = int64(len(named))
+		return err
 	})
 	if err != nil {
 		return s, fmt.Errorf("%s: measure the link graph: %w", db.path, err)

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"encoding/binary"
 	"errors"
 	"path/filepath"
 	"slices"
@@ -92,27 +93,93 @@ func TestLinksStoredReplacedAndRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if size.Pages != 1 || size.Edges != 1 || size.URLs != 4 || size.Bytes <= 0 {
-		t.Fatalf("GraphSize = %+v, want 1 page, 1 edge, 4 URLs", size)
+	if size.Pages != 1 || size.Edges != 1 || size.URLs != 2 || size.Bytes <= 0 {
+		t.Fatalf("GraphSize = %+v, want 1 page, 1 edge, 2 URLs (the page and its one target)", size)
 	}
 }
 
-// The URL table keeps the first spelling written for a hash: a later page
-// naming the same URL does not rewrite it.
-func TestLinkURLsWrittenOnce(t *testing.T) {
-	db := openTestDB(t)
-	a, b := item("a.com", "/a"), item("a.com", "/b")
-	target := item("a.com", "/t")
-	other := store.Outlink{To: target.Hash, Edge: store.Edge{To: "http://A.COM/t"}}
-	commit(t, db, func(bt *store.Batch) {
-		bt.PutLinks(a, []store.Outlink{outlink(target, store.LinkNavigation, "")}, nil)
-	})
-	commit(t, db, func(bt *store.Batch) { bt.PutLinks(b, []store.Outlink{other}, nil) })
-	for _, e := range edgesOf(t, db.ForEachEdge) {
-		if e.To != target.URL {
-			t.Errorf("edge from %s names its target %s, want the first spelling %s", e.From, e.To, target.URL)
-		}
+// hashedRecord is a page's links as a file written before records named
+// their URLs holds them (format 2): targets by hash, their URLs and the
+// page's in the URL table.
+func hashedRecord(depth int, links []store.Outlink) []byte {
+	out := []byte{2}
+	out = binary.AppendUvarint(out, uint64(depth))
+	out = append(out, 0, 0) // hops, directives
+	for _, l := range links {
+		out = append(out, l.To[:]...)
+		out = append(out, byte(l.Edge.Kind), 1) // a href
+		out = binary.AppendUvarint(out, uint64(len(l.Edge.Text)))
+		out = append(out, l.Edge.Text...)
 	}
+	return out
+}
+
+// A file written before records named their URLs is read through its URL
+// table, beside the records written since; a refresh replaces a page's old
+// record with one that names its URLs, and leaves the table as it was.
+func TestLinksOfAnEarlierFileNamedByTheURLTable(t *testing.T) {
+	db := openTestDB(t)
+	old, fresh, target := item("a.com", "/old"), item("a.com", "/new"), item("b.com", "/t")
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		rec := hashedRecord(2, []store.Outlink{outlink(target, store.LinkNavigation, "t")})
+		if err := tx.Bucket(bucketLinks).Put(old.Hash[:], rec); err != nil {
+			return err
+		}
+		urls := tx.Bucket(bucketLinkURLs)
+		return errors.Join(urls.Put(old.Hash[:], []byte(old.URL)), urls.Put(target.Hash[:], []byte(target.URL)))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, db, func(b *store.Batch) {
+		b.PutLinks(fresh, []store.Outlink{outlink(target, store.LinkNavigation, "new")}, nil)
+	})
+	in := edgesOf(t, func(fn func(store.Edge) error) error { return db.Inlinks(target.Hash, fn) })
+	want := []store.Edge{
+		{From: fresh.URL, To: target.URL, Kind: store.LinkNavigation, Text: "new", Element: "a", Attr: "href"},
+		{From: old.URL, To: target.URL, Kind: store.LinkNavigation, Text: "t", Element: "a", Attr: "href"},
+	}
+	if !slices.Equal(in, want) {
+		t.Fatalf("inlinks:\n got %+v\nwant %+v", in, want)
+	}
+	if all := edgesOf(t, db.ForEachEdge); !slices.Equal(all, want) {
+		t.Fatalf("edges:\n got %+v\nwant %+v", all, want)
+	}
+	pages := map[string]store.PageLinks{}
+	err = db.ForEachPageLinks(func(p *store.PageLinks) error { pages[p.URL] = *p; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := pages[old.URL]; p.Page.Depth != 2 || p.Page.Named || len(p.Links) != 1 || p.Links[0].Edge.To != target.URL {
+		t.Fatalf("the earlier file's page: %+v", p)
+	}
+	if p := pages[fresh.URL]; !p.Page.Named || len(p.Links) != 1 || p.Links[0].Edge.To != target.URL || p.Links[0].Edge.From != "" {
+		t.Fatalf("the page written since: %+v", p)
+	}
+
+	commit(t, db, func(b *store.Batch) {
+		b.PutLinks(old, []store.Outlink{outlink(fresh, store.LinkNavigation, "refreshed")}, nil)
+	})
+	all := edgesOf(t, db.ForEachEdge)
+	if len(all) != 2 || all[1].From != old.URL || all[1].To != fresh.URL || all[1].Text != "refreshed" {
+		t.Fatalf("after the refresh: %+v", all)
+	}
+	if n := urlTableNames(t, db); n != 2 {
+		t.Fatalf("URL table holds %d names after the refresh, want the earlier file's 2", n)
+	}
+}
+
+func urlTableNames(t *testing.T, db *DB) int {
+	t.Helper()
+	n := 0
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		n = tx.Bucket(bucketLinkURLs).Stats().KeyN
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // More pages than one read transaction takes are all given, each once,
@@ -200,10 +267,10 @@ func enqueueOne(t *testing.T, db *DB, it store.Item) store.Item {
 	return c.Added[0]
 }
 
-// The URL table's names are remembered across commits only once a commit
-// is durable: a failed commit's targets are named by the next one that
-// links to them, and a target named earlier is named once.
-func TestLinkURLsAfterAFailedCommit(t *testing.T) {
+// A page's record names its URLs, so a commit writes nothing else: a
+// failed commit leaves no name behind for a later one to trust, and the
+// URL table of earlier files gets no new names.
+func TestLinksNamedByTheirRecordsAfterAFailedCommit(t *testing.T) {
 	db := openTestDB(t)
 	a, b, c := item("a.com", "/a"), item("a.com", "/b"), item("a.com", "/c")
 	lost, kept := item("a.com", "/lost"), item("a.com", "/kept")
@@ -219,22 +286,15 @@ func TestLinkURLsAfterAFailedCommit(t *testing.T) {
 	commit(t, db, func(bt *store.Batch) {
 		bt.PutLinks(c, []store.Outlink{outlink(lost, store.LinkNavigation, ""), outlink(kept, store.LinkNavigation, "")}, nil)
 	})
-	got := map[string]string{}
+	var got []string
 	for _, e := range edgesOf(t, db.ForEachEdge) {
-		got[e.From+" "+e.To] = e.To
+		got = append(got, e.From+" "+e.To)
 	}
-	for _, want := range []string{a.URL + " " + kept.URL, c.URL + " " + lost.URL, c.URL + " " + kept.URL} {
-		if _, ok := got[want]; !ok {
-			t.Errorf("edge %s missing or misnamed; edges %v", want, got)
-		}
+	want := []string{a.URL + " " + kept.URL, c.URL + " " + kept.URL, c.URL + " " + lost.URL}
+	if !slices.Equal(got, want) {
+		t.Fatalf("edges %q, want %q", got, want)
 	}
-	err := db.bolt.View(func(tx *bolt.Tx) error {
-		if n := tx.Bucket(bucketLinkURLs).Stats().KeyN; n != 4 {
-			t.Errorf("URL table holds %d names, want 4 (a, c, kept, lost)", n)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	if n := urlTableNames(t, db); n != 0 {
+		t.Fatalf("URL table holds %d names, want none", n)
 	}
 }

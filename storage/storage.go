@@ -75,7 +75,6 @@ type DB struct {
 	commitMu sync.Mutex
 	commits  int      // under commitMu
 	seen     *seenSet // empty when read-only
-	named    *namedCache
 	readOnly bool
 	// pagesWalked is set when the file was opened read-only with
 	// CheckPages and its pages found sound: as the lock keeps writers out,
@@ -119,7 +118,7 @@ func Open(path string, opts *Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	db := &DB{bolt: bdb, path: path, seen: &seenSet{}, named: &namedCache{}}
+	db := &DB{bolt: bdb, path: path, seen: &seenSet{}}
 	if err := guard(func() error { return db.prepare() }); err != nil {
 		db.seen.release()
 		bdb.Close()

@@ -39,8 +39,7 @@ type opAux struct {
 	key    string
 	seqs   []uint64
 	hosts  []string // QueueRefreshes; nil: every host with a lane
-	links  []Outlink
-	err    error // the record could not be encoded: the commit fails
+	err    error    // the record could not be encoded: the commit fails
 }
 
 // Len is the number of operations in the batch.
@@ -190,7 +189,7 @@ func (b *Batch) PutLinks(page Item, links []Outlink, rec []byte) {
 		rec = EncodeLinks(LinksPageOf(page, 0), links)
 	}
 	page = Item{URL: page.URL, Hash: page.Hash, Host: page.Host}
-	b.ops = append(b.ops, op{kind: OpPutLinks, item: page, value: rec, aux: &opAux{links: links}})
+	b.ops = append(b.ops, op{kind: OpPutLinks, item: page, value: rec})
 }
 
 // QueueRefreshes tops up, from their refresh lanes, the queues of hosts
@@ -212,7 +211,6 @@ func (b *Batch) Each(fn func(Op) error) error {
 			}
 			v.Key, v.Template, v.InFlight, v.Limit = o.aux.key, o.aux.result, o.aux.seqs, o.aux.limit
 			v.Hosts, v.AllHosts = o.aux.hosts, o.kind == OpQueueRefreshes && o.aux.hosts == nil
-			v.Links = o.aux.links
 		}
 		if err := fn(v); err != nil {
 			return err

@@ -74,9 +74,6 @@ type Op struct {
 	// Hosts are QueueRefreshes's; AllHosts: every host with a lane.
 	Hosts    []string
 	AllHosts bool
-	// Links are PutLinks's, for the targets' URLs: the store keeps each
-	// URL once, in a table by Hash, and Value names targets by Hash.
-	Links []Outlink
 }
 
 // DecodeItem decodes a queue entry encoded by EncodeQueued, giving it host and seq.

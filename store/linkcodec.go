@@ -20,21 +20,29 @@ type Outlink struct {
 //	uvarint   the page's depth
 //	uvarint   its requisite hops, 0 for a page (a frame's document has some)
 //	1 byte    its robots directives (Directives)
+//	string    the page's URL (a uvarint length and its bytes)
 //
 // then per link
 //
-//	16 bytes  the target's Hash (its URL is in the store's URL table)
+//	16 bytes  the target's Hash
 //	1 byte    kind in bits 0-1, rel in bits 2-4
 //	1 byte    where it was written: an index into linkPlaces, or
 //	          placeEscape followed by element and attr, each a uvarint
 //	          length and its bytes
-//	uvarint   the anchor text's length, then its bytes
+//	string    the anchor text
+//	uvarint   how many bytes the target's URL shares with the page's,
+//	          then the rest of it as a string
 //
-// Nothing else: the page itself is the record's key. Records of format
-// linksFormatBare, written before pages were described, have no page part.
+// Nothing else: the page's Hash is the record's key. A record names its
+// page and targets itself: a table from hash to URL, written once per URL,
+// was a random insert into a B-tree for every new target, and rewrote most
+// of that table's pages at every commit of a large crawl. Records of
+// format linksFormatHashed, written before, name neither (the store's URL
+// table does); those of linksFormatBare have no page part either.
 const (
-	linksFormatBare = 1
-	linksFormat     = 2
+	linksFormatBare   = 1
+	linksFormatHashed = 2
+	linksFormat       = 3
 )
 
 // LinksPage is what a links record keeps of its page, so that a later run
@@ -46,8 +54,13 @@ type LinksPage struct {
 	Depth      int
 	Hops       int // > 0: the page is a requisite (a frame's document)
 	Directives Directives
+	// URL is the page's, which a record names (Named).
+	URL string
 	// Known is false for a record written before pages were described.
 	Known bool
+	// Named is false for a record written before records named their
+	// page and targets: their URLs are in the store's URL table.
+	Named bool
 }
 
 // LinksPageOf is what a links record keeps of it with directives d.
@@ -56,7 +69,7 @@ func LinksPageOf(it Item, d Directives) LinksPage {
 	if it.Kind == KindRequisite {
 		hops = max(it.Hops, 1)
 	}
-	return LinksPage{Depth: it.Depth, Hops: hops, Directives: d, Known: true}
+	return LinksPage{Depth: it.Depth, Hops: hops, Directives: d, URL: it.URL, Known: true, Named: true}
 }
 
 // placeEscape marks an element and attribute not in linkPlaces, written
@@ -95,22 +108,27 @@ const (
 	relMask  = 0x07
 )
 
-// EncodeLinks encodes a page's links as one record (see linksFormat).
+// EncodeLinks encodes a page's links as one record (see linksFormat),
+// naming the page by page.URL and each target by its Edge.To.
 // The caller's goroutine pays for it, not the single writer's.
 func EncodeLinks(page LinksPage, links []Outlink) []byte {
-	size := 1 + uvarintLen(uint64(max(page.Depth, 0))) + uvarintLen(uint64(max(page.Hops, 0))) + 1
+	size := 1 + uvarintLen(uint64(max(page.Depth, 0))) + uvarintLen(uint64(max(page.Hops, 0))) + 1 +
+		uvarintLen(uint64(len(page.URL))) + len(page.URL)
 	for i := range links {
 		e := &links[i].Edge
 		size += 16 + 2 + uvarintLen(uint64(len(e.Text))) + len(e.Text)
 		if _, ok := placeCodes[[2]string{e.Element, e.Attr}]; !ok {
 			size += uvarintLen(uint64(len(e.Element))) + len(e.Element) + uvarintLen(uint64(len(e.Attr))) + len(e.Attr)
 		}
+		shared := sharedPrefix(page.URL, e.To)
+		size += uvarintLen(uint64(shared)) + uvarintLen(uint64(len(e.To)-shared)) + len(e.To) - shared
 	}
 	out := make([]byte, 0, size)
 	out = append(out, linksFormat)
 	out = binary.AppendUvarint(out, uint64(max(page.Depth, 0)))
 	out = binary.AppendUvarint(out, uint64(max(page.Hops, 0)))
 	out = append(out, byte(page.Directives))
+	out = appendString(out, page.URL)
 	for i := range links {
 		e := &links[i].Edge
 		out = append(out, links[i].To[:]...)
@@ -123,8 +141,24 @@ func EncodeLinks(page LinksPage, links []Outlink) []byte {
 			out = appendString(out, e.Attr)
 		}
 		out = appendString(out, e.Text)
+		shared := sharedPrefix(page.URL, e.To)
+		out = binary.AppendUvarint(out, uint64(shared))
+		out = appendString(out, e.To[shared:])
 	}
 	return out
+}
+
+// sharedPrefix is the length of the longest common prefix of a and b:
+// a page's links mostly go to its own site, whose scheme and host, often
+// more, their URLs share with it.
+func sharedPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
 }
 
 // LinksEmpty reports whether a links record holds no link: a page that
@@ -138,7 +172,7 @@ func LinksEmpty(rec []byte) bool {
 // the links part.
 func splitLinks(rec []byte) (LinksPage, []byte, error) {
 	var page LinksPage
-	if len(rec) == 0 || rec[0] != linksFormat && rec[0] != linksFormatBare {
+	if len(rec) == 0 || rec[0] < linksFormatBare || rec[0] > linksFormat {
 		return page, nil, fmt.Errorf("%w: format %x", ErrBadLinks, rec[:min(len(rec), 1)])
 	}
 	if rec[0] == linksFormatBare {
@@ -155,7 +189,15 @@ func splitLinks(rec []byte) (LinksPage, []byte, error) {
 		return page, nil, fmt.Errorf("%w: the page's hops and directives", ErrBadLinks)
 	}
 	page = LinksPage{Depth: int(depth), Hops: int(hops), Directives: Directives(rest[n]), Known: true}
-	return page, rest[n+1:], nil
+	rest = rest[n+1:]
+	if rec[0] == linksFormat {
+		var ok bool
+		if page.URL, rest, ok = cutString(rest); !ok {
+			return page, nil, fmt.Errorf("%w: the page's URL cut short", ErrBadLinks)
+		}
+		page.Named = true
+	}
+	return page, rest, nil
 }
 
 // DecodeLinksPage returns what a links record keeps of its page.
@@ -165,17 +207,18 @@ func DecodeLinksPage(rec []byte) (LinksPage, error) {
 }
 
 // DecodeLinks calls fn with each link of a record made by EncodeLinks, in
-// the order encoded; the Edge's From and To are left empty, for the
-// caller to name from its URL table. It stops at fn's first error.
+// the order encoded, its Edge's From and To named by the record; in a
+// record that does not name them (LinksPage.Named) both are left empty,
+// for the caller to name from its URL table. It stops at fn's first error.
 func DecodeLinks(rec []byte, fn func(Outlink) error) error {
-	_, rest, err := splitLinks(rec)
+	page, rest, err := splitLinks(rec)
 	if err != nil {
 		return err
 	}
 	for len(rest) > 0 {
 		var l Outlink
 		var err error
-		if l, rest, err = decodeOutlink(rest); err != nil {
+		if l, rest, err = decodeOutlink(rest, page); err != nil {
 			return err
 		}
 		if err := fn(l); err != nil {
@@ -188,7 +231,7 @@ func DecodeLinks(rec []byte, fn func(Outlink) error) error {
 // LinkTargets calls fn with the target hash of each link of a record
 // without decoding the rest: an inlinks scan reads every record.
 func LinkTargets(rec []byte, fn func(i int, to Hash) bool) error {
-	_, rest, err := splitLinks(rec)
+	page, rest, err := splitLinks(rec)
 	if err != nil {
 		return err
 	}
@@ -200,14 +243,14 @@ func LinkTargets(rec []byte, fn func(i int, to Hash) bool) error {
 			return nil
 		}
 		var err error
-		if rest, err = skipOutlink(rest); err != nil {
+		if rest, err = skipOutlink(rest, page.Named); err != nil {
 			return fmt.Errorf("link %d: %w", i, err)
 		}
 	}
 	return nil
 }
 
-func decodeOutlink(b []byte) (Outlink, []byte, error) {
+func decodeOutlink(b []byte, page LinksPage) (Outlink, []byte, error) {
 	var l Outlink
 	if len(b) < 18 {
 		return l, b, fmt.Errorf("%w: a link cut short", ErrBadLinks)
@@ -236,12 +279,23 @@ func decodeOutlink(b []byte) (Outlink, []byte, error) {
 	if !ok {
 		return l, b, fmt.Errorf("%w: a link's strings cut short", ErrBadLinks)
 	}
+	if page.Named {
+		shared, n := binary.Uvarint(rest)
+		if n <= 0 || shared > uint64(len(page.URL)) {
+			return l, b, fmt.Errorf("%w: a link's URL shares %d bytes of a %d-byte page URL", ErrBadLinks, shared, len(page.URL))
+		}
+		var suffix string
+		if suffix, rest, ok = cutString(rest[n:]); !ok {
+			return l, b, fmt.Errorf("%w: a link's URL cut short", ErrBadLinks)
+		}
+		l.Edge.From, l.Edge.To = page.URL, page.URL[:shared]+suffix
+	}
 	return l, rest, nil
 }
 
 // skipOutlink skips one link (at least 18 bytes) without copying its
 // strings.
-func skipOutlink(b []byte) ([]byte, error) {
+func skipOutlink(b []byte, named bool) ([]byte, error) {
 	rest, ok := b[18:], true
 	strings := 1
 	if b[17] == placeEscape {
@@ -249,6 +303,14 @@ func skipOutlink(b []byte) ([]byte, error) {
 	}
 	for ; strings > 0 && ok; strings-- {
 		rest, ok = skipString(rest)
+	}
+	if named && ok {
+		// The target's URL: its shared length, then the rest.
+		if _, n := binary.Uvarint(rest); n <= 0 {
+			ok = false
+		} else {
+			rest, ok = skipString(rest[n:])
+		}
 	}
 	if !ok {
 		return b, fmt.Errorf("%w: a link's strings cut short", ErrBadLinks)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"errors"
 	"testing"
 
@@ -27,13 +28,49 @@ func drawOutlink(t *rapid.T) Outlink {
 
 func drawLinksPage(t *rapid.T) LinksPage {
 	return LinksPage{Depth: rapid.IntRange(0, 1<<20).Draw(t, "depth"), Hops: rapid.IntRange(0, 8).Draw(t, "hops"),
-		Directives: Directives(rapid.Byte().Draw(t, "directives")), Known: true}
+		Directives: Directives(rapid.Byte().Draw(t, "directives")),
+		URL:        rapid.SampledFrom([]string{"", "http://a.example/", "http://a.example/docs/p?id=1"}).Draw(t, "url"),
+		Known:      true, Named: true}
+}
+
+// drawTarget draws a link's target URL: one sharing a prefix of the
+// page's, as a site's own links do, or any string.
+func drawTarget(t *rapid.T, page string) string {
+	if rapid.Bool().Draw(t, "shared") {
+		return page[:rapid.IntRange(0, len(page)).Draw(t, "prefix")] + rapid.String().Draw(t, "suffix")
+	}
+	return rapid.String().Draw(t, "to-url")
+}
+
+// hashedRecord is a record as files written before records named their
+// URLs hold it (format 2, or format 1 when bare): no page URL, no target
+// URLs.
+func hashedRecord(page LinksPage, links []Outlink, bare bool) []byte {
+	out := []byte{linksFormatHashed}
+	if bare {
+		out[0] = linksFormatBare
+	} else {
+		out = binary.AppendUvarint(out, uint64(page.Depth))
+		out = binary.AppendUvarint(out, uint64(page.Hops))
+		out = append(out, byte(page.Directives))
+	}
+	for _, l := range links {
+		out = append(out, l.To[:]...)
+		out = append(out, byte(l.Edge.Kind)|byte(l.Edge.Rel)<<relShift, placeEscape)
+		out = appendString(out, l.Edge.Element)
+		out = appendString(out, l.Edge.Attr)
+		out = appendString(out, l.Edge.Text)
+	}
+	return out
 }
 
 func TestLinksRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		page := drawLinksPage(t)
 		links := rapid.SliceOfN(rapid.Custom(drawOutlink), 0, 40).Draw(t, "links")
+		for i := range links {
+			links[i].Edge.To = drawTarget(t, page.URL)
+		}
 		rec := EncodeLinks(page, links)
 		if got, err := DecodeLinksPage(rec); err != nil || got != page {
 			t.Fatalf("page: got %+v, %v; want %+v", got, err, page)
@@ -49,8 +86,10 @@ func TestLinksRoundTrip(t *testing.T) {
 			t.Fatalf("decoded %d links, encoded %d", len(got), len(links))
 		}
 		for i := range links {
-			if got[i] != links[i] {
-				t.Fatalf("link %d: got %+v, want %+v", i, got[i], links[i])
+			want := links[i]
+			want.Edge.From = page.URL
+			if got[i] != want {
+				t.Fatalf("link %d: got %+v, want %+v", i, got[i], want)
 			}
 		}
 		var targets []Hash
@@ -71,6 +110,9 @@ func TestLinksDecodeDamaged(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		page := drawLinksPage(t)
 		links := rapid.SliceOfN(rapid.Custom(drawOutlink), 1, 5).Draw(t, "links")
+		for i := range links {
+			links[i].Edge.To = drawTarget(t, page.URL)
+		}
 		rec := EncodeLinks(page, links)
 		cut := rapid.IntRange(0, len(rec)-1).Draw(t, "cut")
 		if cut == len(EncodeLinks(page, nil)) {
@@ -94,10 +136,13 @@ func TestLinksPlaceCodes(t *testing.T) {
 			t.Errorf("place %q: code %d, want %d (a pair listed twice?)", p, placeCodes[p], code+1)
 		}
 	}
-	head := len(EncodeLinks(LinksPage{}, nil))
-	rec := EncodeLinks(LinksPage{}, []Outlink{{Edge: Edge{Element: "a", Attr: "href"}}})
-	if len(rec)-head != 16+2+1 {
-		t.Errorf("an <a href> link without text takes %d bytes, want %d", len(rec)-head, 19)
+	page := LinksPage{URL: "http://a.example/docs/"}
+	head := len(EncodeLinks(page, nil))
+	rec := EncodeLinks(page, []Outlink{{Edge: Edge{Element: "a", Attr: "href", To: "http://a.example/docs/p1"}}})
+	// The hash, kind and place, the empty text, then the URL: 22 bytes
+	// shared with the page's, and "p1".
+	if len(rec)-head != 16+2+1+1+3 {
+		t.Errorf("an <a href> link without text to a page beside its own takes %d bytes, want %d", len(rec)-head, 23)
 	}
 	rec[head+17] = byte(len(linkPlaces))
 	if err := DecodeLinks(rec, func(Outlink) error { return nil }); !errors.Is(err, ErrBadLinks) {
@@ -105,21 +150,47 @@ func TestLinksPlaceCodes(t *testing.T) {
 	}
 }
 
-// A record of the first format, which kept nothing of its page, still
-// decodes: its links, and a page that is not Known.
-func TestLinksBareRecordDecodes(t *testing.T) {
-	rec := EncodeLinks(LinksPage{Depth: 3, Known: true}, []Outlink{{Edge: Edge{Element: "a", Attr: "href", Text: "x"}}})
-	head := len(EncodeLinks(LinksPage{Depth: 3}, nil))
-	bare := append([]byte{linksFormatBare}, rec[head:]...)
-	page, err := DecodeLinksPage(bare)
-	if err != nil || page.Known {
-		t.Fatalf("bare record's page: %+v, %v", page, err)
+// Records of the earlier formats, which named no URL (the URL table did),
+// still decode: their links, unnamed, and a page that is not Named (nor
+// Known, for the first format).
+func TestLinksEarlierFormatsDecode(t *testing.T) {
+	page := LinksPage{Depth: 3, Hops: 1, Directives: 5, Known: true}
+	links := []Outlink{{To: Hash{1}, Edge: Edge{Element: "a", Attr: "href", Text: "x", Kind: LinkRequisite}},
+		{To: Hash{2}, Edge: Edge{Element: "x-el", Attr: "x-attr", Rel: 3}}}
+	for _, bare := range []bool{false, true} {
+		rec := hashedRecord(page, links, bare)
+		got, err := DecodeLinksPage(rec)
+		want := page
+		if bare {
+			want = LinksPage{}
+		}
+		if err != nil || got != want {
+			t.Fatalf("bare %v: page %+v, %v; want %+v", bare, got, err, want)
+		}
+		var decoded []Outlink
+		if err := DecodeLinks(rec, func(l Outlink) error { decoded = append(decoded, l); return nil }); err != nil {
+			t.Fatalf("bare %v: %v", bare, err)
+		}
+		if len(decoded) != len(links) || decoded[0] != links[0] || decoded[1] != links[1] {
+			t.Fatalf("bare %v: links %+v, want %+v", bare, decoded, links)
+		}
+		n := 0
+		if err := LinkTargets(rec, func(_ int, to Hash) bool { n++; return to == links[n-1].To }); err != nil || n != 2 {
+			t.Fatalf("bare %v: %d targets, %v", bare, n, err)
+		}
 	}
-	n := 0
-	if err := DecodeLinks(bare, func(l Outlink) error { n++; return nil }); err != nil || n != 1 {
-		t.Fatalf("bare record: %d links, %v", n, err)
+	if !LinksEmpty([]byte{linksFormatBare}) || !LinksEmpty(hashedRecord(page, nil, false)) || !LinksEmpty(EncodeLinks(LinksPage{URL: "u"}, nil)) {
+		t.Fatal("LinksEmpty wrong for a record without links")
 	}
-	if LinksEmpty(bare) || !LinksEmpty([]byte{linksFormatBare}) || !LinksEmpty(EncodeLinks(LinksPage{}, nil)) {
-		t.Fatal("LinksEmpty wrong for a bare record")
+}
+
+// A named record whose target claims more of the page's URL than there is
+// is damaged, not read past the URL's end.
+func TestLinksSharedPrefixPastThePageURL(t *testing.T) {
+	page := LinksPage{URL: "http://a/"}
+	rec := EncodeLinks(page, []Outlink{{Edge: Edge{Element: "a", Attr: "href", To: "http://a/b"}}})
+	rec[len(rec)-3] = byte(len(page.URL) + 1) // the shared length, before "b"'s length and "b"
+	if err := DecodeLinks(rec, func(Outlink) error { return nil }); !errors.Is(err, ErrBadLinks) {
+		t.Fatalf("err %v, want ErrBadLinks", err)
 	}
 }
