@@ -20,9 +20,9 @@ const TargetGraphToCrawl = 0.85
 type GraphRun struct {
 	Pages int64 `json:"pages"` // pages with links stored
 	Edges int64 `json:"edges"`
-	URLs  int64 `json:"urls"` // the URL table's entries
+	URLs  int64 `json:"urls"` // distinct URLs it names: pages and targets
 	// Bytes are the file pages the graph's buckets take; BytesPerEdge
-	// divides them by Edges, the URL table included.
+	// divides them by Edges.
 	Bytes        int64   `json:"bytes"`
 	BytesPerEdge float64 `json:"bytes_per_edge"`
 	// Without is the crawl without the graph; RatioToCrawl is the crawl
@@ -63,9 +63,9 @@ func graphFigures(g *GraphRun) []Figure {
 	const p = "link graph: "
 	return []Figure{
 		num(p+"links stored", Count, g.Edges, "every link of every page fetched, in and out of scope"),
-		num(p+"URLs in its table", Count, g.URLs, "each page and target once"),
-		num(p+"bytes", Bytes, g.Bytes, "the file pages its two buckets take"),
-		num(p+"bytes per link", EdgeBytes, g.BytesPerEdge, "those bytes over the links stored, URL table included"),
+		num(p+"URLs it names", Count, g.URLs, "each page and target once"),
+		num(p+"bytes", Bytes, g.Bytes, "the file pages its records take (each names its page and targets)"),
+		num(p+"bytes per link", EdgeBytes, g.BytesPerEdge, "those bytes over the links stored"),
 		num(p+"pages/s without it", PagesPerSec, g.PagesPerSecWithout, "the same crawl into a file that keeps no graph"),
 		num(p+"ratio to the crawl without it", Share, g.RatioToCrawl, "what storing the graph costs the crawl").
 			want(AtLeast, TargetGraphToCrawl),
