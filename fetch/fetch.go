@@ -1,8 +1,8 @@
 package fetch
 
 import (
+	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	"breakwater/frontier"
 )
@@ -409,6 +411,9 @@ func (f *Fetcher) Fetch(ctx context.Context, in Request) *Response {
 		r.Body, r.Truncated, err = readCapped(body, limit, sizeHint)
 		r.length, r.sum, r.digested = int64(len(r.Body)), sha256.Sum256(r.Body), true
 	}
+	if lz, ok := body.(*lazyGzip); ok {
+		lz.release()
+	}
 	if err != nil {
 		r.Err = fmt.Errorf("read body of %s: %w", rawURL, err)
 	}
@@ -442,22 +447,53 @@ func decodedBody(raw io.Reader, resp *http.Response) (io.Reader, int64) {
 }
 
 // lazyGzip opens the gzip stream on the first read, so a bad header is a
-// read error like any broken body.
+// read error like any broken body. Its decoder comes from gunzips and goes
+// back with release: a new one a page (its 32 KiB window, its tables, the
+// 4 KiB buffer it reads through) cost more than decoding most pages.
 type lazyGzip struct {
 	src io.Reader
-	zr  *gzip.Reader
+	dec *gunzip
 }
 
+// gunzip is a gzip decoder and the buffered reader it reads the body
+// through (it needs a ByteReader; the buffer reads ahead of it only bytes
+// of the same body, which a capture of the raw bytes sees in order).
+type gunzip struct {
+	zr  gzip.Reader
+	buf *bufio.Reader
+}
+
+var gunzips sync.Pool
+
 func (g *lazyGzip) Read(p []byte) (int, error) {
-	if g.zr == nil {
-		zr, err := gzip.NewReader(g.src)
-		if err != nil {
+	if g.dec == nil {
+		dec, _ := gunzips.Get().(*gunzip)
+		if dec == nil {
+			dec = &gunzip{buf: bufio.NewReaderSize(nil, 4<<10)}
+		}
+		dec.buf.Reset(g.src)
+		g.dec = dec
+		if err := dec.zr.Reset(dec.buf); err != nil {
 			return 0, fmt.Errorf("gzip body: %w", err)
 		}
-		g.zr = zr
 	}
-	return g.zr.Read(p)
+	return g.dec.zr.Read(p)
 }
+
+// release hands the decoder back once the body is read; the body reads
+// nothing after.
+func (g *lazyGzip) release() {
+	if g.dec == nil {
+		return
+	}
+	g.dec.buf.Reset(nil) // hold on to no body in the pool
+	gunzips.Put(g.dec)
+	g.dec, g.src = nil, eofReader{}
+}
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 
 // drain reads the rest of a body cut at MaxBody, for the archive, until
 // its end (reported true), the record cap, or a failure: the page is

@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -454,4 +456,59 @@ func TestFetcherCloseLeavesNoGoroutines(t *testing.T) {
 	}
 	f.Close()
 	srv.Close()
+}
+
+// Gzip decoders are pooled across fetches: many concurrent fetches of
+// gzipped pages of every size, read whole or streamed, among broken and
+// cut gzip bodies, each decode to exactly their own page.
+func TestFetchGzipDecodersReusedAcrossPages(t *testing.T) {
+	t.Parallel()
+	page := func(n int) []byte {
+		return bytes.Repeat([]byte(fmt.Sprintf("<p>page %d of the site</p>\n", n)), 1+n*37%500)
+	}
+	gz := func(b []byte) []byte {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Write(b)
+		zw.Close()
+		return buf.Bytes()
+	}
+	srv := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/"))
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Set("Content-Type", "text/html")
+		body := gz(page(n))
+		switch n % 7 {
+		case 3:
+			body = append(body[:10:10], "not deflate at all, not at all"...) // a broken stream
+		case 5:
+			body = body[:len(body)/2] // cut short
+		}
+		w.Write(body)
+	})
+	f := newTestFetcher(t, testOptions())
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for n := w; n < 400; n += 8 {
+				url := fmt.Sprintf("%s/%d", srv.URL, n)
+				var got []byte
+				var r *Response
+				if n%2 == 0 {
+					r = f.Get(context.Background(), url)
+					got = r.Body
+				} else {
+					r = f.Fetch(context.Background(), Request{URL: url,
+						Read: func(_ *Response, body io.Reader) { got, _ = io.ReadAll(body) }})
+				}
+				switch broken := n%7 == 3 || n%7 == 5; {
+				case broken && r.Err == nil:
+					t.Errorf("%s: a broken gzip body read without error", url)
+				case !broken && (r.Err != nil || !bytes.Equal(got, page(n))):
+					t.Errorf("%s: %d bytes, err %v; want its %d-byte page", url, len(got), r.Err, len(page(n)))
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
