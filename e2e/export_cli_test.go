@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"breakwater/cli"
+	"bytes"
 	"encoding/csv"
 	"fmt"
 	"net/http"
@@ -118,7 +119,12 @@ func TestExportWhileCrawling(t *testing.T) {
 	}))
 	defer srv.Close()
 	db := tempDB(t)
-	crawl := exec.Command(bin, crawlArgs(db, "--delay", "20ms", srv.URL+"/p/0")...)
+	// The chain is deeper than the default 20 hops: without -1 the crawl
+	// ends after 21 pages, half a second, sooner than a loaded machine's
+	// first export.
+	crawl := exec.Command(bin, crawlArgs(db, "--delay", "20ms", "--max-depth", "-1", srv.URL+"/p/0")...)
+	var out bytes.Buffer
+	crawl.Stdout, crawl.Stderr = &out, &out
 	if err := crawl.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +145,8 @@ func TestExportWhileCrawling(t *testing.T) {
 	})
 	select {
 	case err := <-exited:
-		t.Fatalf("the crawl ended (%v) before the export was taken: the test proves nothing", err)
+		exited <- err // for the deferred wait: without it a failure here hangs the package
+		t.Fatalf("the crawl ended (%v) before the export was taken: the test proves nothing; its output:\n%s", err, out.Bytes())
 	default:
 	}
 	if lines >= pages {
