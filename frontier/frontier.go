@@ -330,6 +330,13 @@ func (f *Frontier) HeldWork() int {
 	return n
 }
 
+// noLeases reports whether no lease is in flight.
+func (f *Frontier) noLeases() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.leased == 0
+}
+
 // InFlight is the number of leases not yet ended.
 func (f *Frontier) InFlight() int {
 	f.mu.Lock()

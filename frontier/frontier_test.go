@@ -788,6 +788,34 @@ func TestCommitsLinger(t *testing.T) {
 			}
 		})
 	})
+	t.Run("a starving worker and no lease in flight: the batch commits at once", func(t *testing.T) {
+		bubble(t, Options{CommitEvery: every}, func(t *testing.T, h *harness) {
+			h.add(pageURL("a.test", 0))
+			synctest.Wait()
+			l := mustLease(t, h.f)
+			h.f.Started(l, time.Now())
+			next := asyncNext(t.Context(), h.f) // nothing else is queued: it starves
+			synctest.Wait()
+			found, err := NewItem(pageURL("a.test", 1), 1, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The last lease ends with the page's links: no worker has
+			// anything else on its way to the batch.
+			if err := h.f.Complete(l, okResult(l.Item), []store.Item{found}); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+			select {
+			case r := <-next:
+				if r.err != nil || r.lease.Item.URL != found.URL {
+					t.Fatalf("the starving Next got %v, %v; want the page's link", r.lease, r.err)
+				}
+			default:
+				t.Fatalf("the starving Next still waits with nothing in flight (linger %v)", every/starvedLinger)
+			}
+		})
+	})
 	t.Run("a full batch commits at once", func(t *testing.T) {
 		bubble(t, Options{CommitEvery: every, MaxBatch: 3}, func(t *testing.T, h *harness) {
 			h.add(pageURL("a.test", 0))

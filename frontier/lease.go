@@ -94,6 +94,9 @@ func (f *Frontier) endAfterWrite(l *Lease) {
 	if f.endLocked(l) {
 		f.updateLocked(l.host)
 		f.broadcastLocked() // the write may have committed already
+		if f.leased == 0 && f.starved() {
+			f.writer.hurry() // a lingering batch now holds all there is to wait for
+		}
 	}
 }
 

@@ -164,8 +164,10 @@ func (w *writer) run() {
 // cost fewer fsyncs, fewer page copies and fewer pages mapped into memory.
 // An idle writer (wait already over) commits at once. While a worker
 // starves, with no host to wait for, the batch is what it waits for: the
-// writer lingers only a tenth as long. Refills keep being served
-// meanwhile. It reports whether the frontier is closing.
+// writer lingers only a tenth as long, and not at all once no lease is in
+// flight, as nothing else will join the batch (the end of a crawl, or of
+// each round of its start). Refills keep being served meanwhile. It
+// reports whether the frontier is closing.
 func (w *writer) linger(b *store.Batch, t *taken, timer *time.Timer, lastCommit time.Time) bool {
 	every := w.f.opts.CommitEvery
 	hurried := lastCommit.Add(every / starvedLinger)
@@ -177,7 +179,7 @@ func (w *writer) linger(b *store.Batch, t *taken, timer *time.Timer, lastCommit 
 	defer timer.Stop()
 	for b.Len() < w.f.opts.MaxBatch && !w.full() {
 		if w.f.starved() {
-			if left := time.Until(hurried); left <= 0 {
+			if left := time.Until(hurried); left <= 0 || w.f.noLeases() {
 				return false
 			} else if left < wait {
 				wait = left
