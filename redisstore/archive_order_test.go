@@ -162,6 +162,10 @@ func TestWriteAfterThePeekIsNotIdle(t *testing.T) {
 	f := &Frontier{s: s, o: ftOptions(s, "p1", 0, 3).withDefaults(), hosts: map[string]*ownedHost{},
 		wake: make(chan struct{}), kickMgr: make(chan struct{}, 1), news: map[int]time.Time{}}
 	gen := f.queuedGen
+	fleetGen, err := s.queuedCount(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, active, err := s.peek(context.Background())
 	if err != nil || active != 0 {
 		t.Fatalf("peek of an empty store: %d active, %v", active, err)
@@ -171,7 +175,7 @@ func TestWriteAfterThePeekIsNotIdle(t *testing.T) {
 	if err := f.write([]job{{batch: &b}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.lookAtFleet(context.Background(), active, gen); err != nil {
+	if err := f.lookAtFleet(context.Background(), active, gen, fleetGen); err != nil {
 		t.Fatal(err)
 	}
 	if f.fleetIdle {
@@ -197,7 +201,7 @@ func TestLookDuringQueueingIsNotIdle(t *testing.T) {
 					}
 				}
 			}
-			if err := f.lookAtFleet(context.Background(), 0, f.queuedGen); err != nil {
+			if err := f.lookAtFleet(context.Background(), 0, f.queuedGen, 0); err != nil {
 				t.Fatal(err)
 			}
 			f.mu.Lock()
@@ -207,5 +211,89 @@ func TestLookDuringQueueingIsNotIdle(t *testing.T) {
 				t.Errorf("fleet idle after the look: %v, want %v", idle, !queueDuring)
 			}
 		})
+	}
+}
+
+// Another process's look in the window between a write's host scripts and
+// its listing of the hosts given new URLs finds no host listed, and no
+// host for relist to check (the shard's host set is filled by the same
+// listing): the write in progress must keep the fleet from looking idle.
+func TestLookWhileAnotherProcessQueuesIsNotIdle(t *testing.T) {
+	srv := redistest.Start(t)
+	s := ftStore(t, srv.URL())
+	newFrontier := func(id string) *Frontier {
+		return &Frontier{s: s, o: ftOptions(s, id, 0, 3).withDefaults(), hosts: map[string]*ownedHost{},
+			wake: make(chan struct{}), kickMgr: make(chan struct{}, 1), news: map[int]time.Time{}}
+	}
+	writer, looker := newFrontier("p1"), newFrontier("p2")
+	looked := false
+	writer.afterHostScripts = func() error {
+		fleetGen, err := s.queuedCount(context.Background())
+		if err != nil {
+			return err
+		}
+		_, active, err := s.peek(context.Background())
+		if err != nil {
+			return err
+		}
+		if err := looker.lookAtFleet(context.Background(), active, looker.queuedGen, fleetGen); err != nil {
+			return err
+		}
+		looked = true
+		return nil
+	}
+	var b store.Batch
+	b.Add(ftItem("a.test", "/seed"))
+	if err := writer.write([]job{{batch: &b}}); err != nil {
+		t.Fatal(err)
+	}
+	if !looked {
+		t.Fatal("the look did not run inside the write")
+	}
+	looker.mu.Lock()
+	idle := looker.fleetIdle
+	looker.mu.Unlock()
+	if idle {
+		t.Error("another process looked idle while a write was queueing URLs it had not listed yet")
+	}
+	// Once the write is done, its host is listed and its mark gone.
+	_, active, err := s.peek(context.Background())
+	if err != nil || active == 0 {
+		t.Fatalf("after the write: %d shards active, %v", active, err)
+	}
+	if n, err := s.rdb.ZCard(context.Background(), keyQueueing).Result(); err != nil || n != 0 {
+		t.Fatalf("after the write: %d queueing marks, %v; want none", n, err)
+	}
+}
+
+// A look that starts after a whole write of another process, its peek
+// having missed the write's listing only by a hair, is not idle either:
+// the count of writes moved since it was read.
+func TestLookAfterAWholeWriteOfAnotherProcessIsNotIdle(t *testing.T) {
+	srv := redistest.Start(t)
+	s := ftStore(t, srv.URL())
+	newFrontier := func(id string) *Frontier {
+		return &Frontier{s: s, o: ftOptions(s, id, 0, 3).withDefaults(), hosts: map[string]*ownedHost{},
+			wake: make(chan struct{}), kickMgr: make(chan struct{}, 1), news: map[int]time.Time{}}
+	}
+	writer, looker := newFrontier("p1"), newFrontier("p2")
+	fleetGen, err := s.queuedCount(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The look's peek, taken before the write: nothing listed.
+	var b store.Batch
+	b.Add(ftItem("a.test", "/seed"))
+	if err := writer.write([]job{{batch: &b}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := looker.lookAtFleet(context.Background(), 0, looker.queuedGen, fleetGen); err != nil {
+		t.Fatal(err)
+	}
+	looker.mu.Lock()
+	idle := looker.fleetIdle
+	looker.mu.Unlock()
+	if idle {
+		t.Error("a look whose peek preceded another process's whole write found the fleet idle")
 	}
 }

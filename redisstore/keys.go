@@ -15,6 +15,8 @@ import (
 //	bw:{meta}:settings             string: the crawl's stored settings (JSON)
 //	bw:{meta}:procs                hash: process id -> last heartbeat (JSON; see proc.lua)
 //	bw:{meta}:budget               hash: the fleet run's --max-pages (see budget.lua)
+//	bw:{meta}:queueing             zset: a write that may queue URLs, "ID:N" -> Unix ms it is given up at (Frontier.write)
+//	bw:{meta}:queued               string: the count of writes that queued URLs and listed their hosts
 //	bw:{H}:q                  zset: queued URL hash -> seq (FIFO per host)
 //	bw:{H}:d                  zset: deferred URL hash -> due (Unix ms)
 //	bw:{H}:u                  hash: URL hash -> encoded store.Item (queued or deferred)
@@ -51,6 +53,8 @@ const (
 const (
 	keySchema   = "bw:{meta}:schema"
 	keySettings = "bw:{meta}:settings"
+	keyQueueing = "bw:{meta}:queueing"
+	keyQueued   = "bw:{meta}:queued"
 	keyProcs    = "bw:{meta}:procs"
 )
 

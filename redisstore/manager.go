@@ -305,6 +305,11 @@ func (f *Frontier) claim(ctx context.Context, look bool) (looked, full bool, err
 		f.mu.Lock()
 		gen := f.queuedGen
 		f.mu.Unlock()
+		// So are the fleet's, by a read of their count before the peek.
+		fleetGen, err := f.s.queuedCount(ctx)
+		if err != nil {
+			return false, false, err
+		}
 		due, active, err := f.s.peek(ctx)
 		if err != nil {
 			return false, false, err
@@ -314,7 +319,7 @@ func (f *Frontier) claim(ctx context.Context, look bool) (looked, full bool, err
 				shards = append(shards, n)
 			}
 		}
-		if err := f.lookAtFleet(ctx, active, gen); err != nil {
+		if err := f.lookAtFleet(ctx, active, gen, fleetGen); err != nil {
 			return true, false, err
 		}
 	}
@@ -678,8 +683,11 @@ func (f *Frontier) loseLocked(h *ownedHost) {
 // host whose counters show work, in case a process died between queueing
 // URLs and listing their host. gen is the count of this process's writes
 // that queued URLs as of before the look's reads (queuedGen): one since
-// says the reads may have missed it.
-func (f *Frontier) lookAtFleet(ctx context.Context, active int, gen uint64) error {
+// says the reads may have missed it. fleetGen is the fleet's count of
+// such writes (keyQueued) as of before them: with the writes marked as
+// queueing (keyQueueing), it tells the same of every process's writes,
+// whose URLs no shard lists between their host scripts and their listing.
+func (f *Frontier) lookAtFleet(ctx context.Context, active int, gen, fleetGen uint64) error {
 	if f.localWork() {
 		f.mu.Lock()
 		f.fleetIdle = false
@@ -699,6 +707,11 @@ func (f *Frontier) lookAtFleet(ctx context.Context, active int, gen uint64) erro
 		if _, held, err = f.s.readyCounts(ctx); err != nil {
 			return err
 		}
+		queueing, err := f.s.queueingSince(ctx, fleetGen, f.serverMS(f.o.Now()))
+		if err != nil {
+			return err
+		}
+		idle = !queueing
 	}
 	if f.duringLook != nil {
 		f.duringLook()
@@ -711,6 +724,37 @@ func (f *Frontier) lookAtFleet(ctx context.Context, active int, gen uint64) erro
 	f.broadcastLocked()
 	f.mu.Unlock()
 	return nil
+}
+
+// queueingFor is how long a write's queueing mark holds: past it, a
+// process that died in the middle of a write no longer keeps the fleet
+// from ending.
+const queueingFor = time.Minute
+
+// queuedCount is the fleet's count of writes that queued URLs (keyQueued).
+func (s *Store) queuedCount(ctx context.Context) (uint64, error) {
+	n, err := s.rdb.Get(ctx, keyQueued).Uint64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return n, err
+}
+
+// queueingSince reports whether a write of the fleet may be queueing
+// URLs at nowMS (server time), or has queued some since the count was
+// gen.
+func (s *Store) queueingSince(ctx context.Context, gen uint64, nowMS int64) (bool, error) {
+	pipe := s.rdb.Pipeline()
+	marks := pipe.ZCount(ctx, keyQueueing, "("+strconv.FormatInt(nowMS, 10), "+inf")
+	count := pipe.Get(ctx, keyQueued)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return false, err
+	}
+	n, err := count.Uint64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return false, err
+	}
+	return marks.Val() > 0 || n != gen, nil
 }
 
 // readyCounts counts the listed hosts of every shard: those with work to
