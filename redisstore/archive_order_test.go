@@ -159,8 +159,7 @@ func TestArchiveStateStoredBeforeResults(t *testing.T) {
 func TestWriteAfterThePeekIsNotIdle(t *testing.T) {
 	srv := redistest.Start(t)
 	s := ftStore(t, srv.URL())
-	f := &Frontier{s: s, o: ftOptions(s, "p1", 0, 3).withDefaults(), hosts: map[string]*ownedHost{},
-		wake: make(chan struct{}), kickMgr: make(chan struct{}, 1), news: map[int]time.Time{}}
+	f := lookingFrontier(s, "p1")
 	gen := f.queuedGen
 	fleetGen, err := s.queuedCount(context.Background())
 	if err != nil {
@@ -188,10 +187,7 @@ func TestLookDuringQueueingIsNotIdle(t *testing.T) {
 		t.Run(map[bool]string{false: "nothing queued", true: "URLs queued during the look"}[queueDuring], func(t *testing.T) {
 			srv := redistest.Start(t)
 			s := ftStore(t, srv.URL())
-			// The frontier's state without its goroutines: the test runs the
-			// look and the write itself.
-			f := &Frontier{s: s, o: ftOptions(s, "p1", 0, 3).withDefaults(), hosts: map[string]*ownedHost{},
-				wake: make(chan struct{}), kickMgr: make(chan struct{}, 1), news: map[int]time.Time{}}
+			f := lookingFrontier(s, "p1")
 			if queueDuring {
 				f.duringLook = func() {
 					var b store.Batch
@@ -221,11 +217,7 @@ func TestLookDuringQueueingIsNotIdle(t *testing.T) {
 func TestLookWhileAnotherProcessQueuesIsNotIdle(t *testing.T) {
 	srv := redistest.Start(t)
 	s := ftStore(t, srv.URL())
-	newFrontier := func(id string) *Frontier {
-		return &Frontier{s: s, o: ftOptions(s, id, 0, 3).withDefaults(), hosts: map[string]*ownedHost{},
-			wake: make(chan struct{}), kickMgr: make(chan struct{}, 1), news: map[int]time.Time{}}
-	}
-	writer, looker := newFrontier("p1"), newFrontier("p2")
+	writer, looker := lookingFrontier(s, "p1"), lookingFrontier(s, "p2")
 	looked := false
 	writer.afterHostScripts = func() error {
 		fleetGen, err := s.queuedCount(context.Background())
@@ -272,11 +264,7 @@ func TestLookWhileAnotherProcessQueuesIsNotIdle(t *testing.T) {
 func TestLookAfterAWholeWriteOfAnotherProcessIsNotIdle(t *testing.T) {
 	srv := redistest.Start(t)
 	s := ftStore(t, srv.URL())
-	newFrontier := func(id string) *Frontier {
-		return &Frontier{s: s, o: ftOptions(s, id, 0, 3).withDefaults(), hosts: map[string]*ownedHost{},
-			wake: make(chan struct{}), kickMgr: make(chan struct{}, 1), news: map[int]time.Time{}}
-	}
-	writer, looker := newFrontier("p1"), newFrontier("p2")
+	writer, looker := lookingFrontier(s, "p1"), lookingFrontier(s, "p2")
 	fleetGen, err := s.queuedCount(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -296,4 +284,11 @@ func TestLookAfterAWholeWriteOfAnotherProcessIsNotIdle(t *testing.T) {
 	if idle {
 		t.Error("a look whose peek preceded another process's whole write found the fleet idle")
 	}
+}
+
+// lookingFrontier is a process's frontier state without its goroutines:
+// a test runs its writes and its looks at the fleet itself.
+func lookingFrontier(s *Store, id string) *Frontier {
+	return &Frontier{s: s, o: ftOptions(s, id, 0, 3).withDefaults(), hosts: map[string]*ownedHost{},
+		wake: make(chan struct{}), kickMgr: make(chan struct{}, 1), news: map[int]time.Time{}}
 }
