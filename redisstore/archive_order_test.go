@@ -292,3 +292,29 @@ func lookingFrontier(s *Store, id string) *Frontier {
 	return &Frontier{s: s, o: ftOptions(s, id, 0, 3).withDefaults(), hosts: map[string]*ownedHost{},
 		wake: make(chan struct{}), kickMgr: make(chan struct{}, 1), news: map[int]time.Time{}}
 }
+
+// A write that fails between its host scripts and its listing (Redis
+// gone) leaves its mark; the process's next write, its retry, clears it,
+// or the fleet could never look finished until the mark expired.
+func TestQueueingMarkClearedByTheRetry(t *testing.T) {
+	srv := redistest.Start(t)
+	s := ftStore(t, srv.URL())
+	f := lookingFrontier(s, "p1")
+	f.afterHostScripts = func() error { return errors.New("killed") }
+	var b store.Batch
+	b.Add(ftItem("a.test", "/seed"))
+	if err := f.write([]job{{batch: &b}}); err == nil {
+		t.Fatal("the write did not fail")
+	}
+	if n, err := s.rdb.ZCard(context.Background(), keyQueueing).Result(); err != nil || n != 1 {
+		t.Fatalf("after the failed write: %d marks, %v; want its one", n, err)
+	}
+	// The next write queues nothing: it clears the mark all the same.
+	f.afterHostScripts = nil
+	if err := f.write([]job{{batch: &store.Batch{}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.rdb.ZCard(context.Background(), keyQueueing).Result(); err != nil || n != 0 {
+		t.Fatalf("after the retry: %d marks, %v; want none", n, err)
+	}
+}

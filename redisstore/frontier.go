@@ -165,9 +165,9 @@ type Frontier struct {
 	// fleet had work, held hosts aside; heldHosts counts those.
 	fleetIdle bool
 	fleetHeld int
-	// queueing numbers this process's writes that may queue URLs, for
-	// their marks in keyQueueing.
-	queueing atomic.Uint64
+	// markLeft is set when a write failed with its queueing mark in the
+	// fleet: the next write clears it (write; only the writer uses it).
+	markLeft bool
 	// queuedGen counts the writes that queued URLs on hosts: a look at
 	// the fleet that saw it change meanwhile may have missed them.
 	queuedGen  uint64

@@ -15,7 +15,7 @@ import (
 //	bw:{meta}:settings             string: the crawl's stored settings (JSON)
 //	bw:{meta}:procs                hash: process id -> last heartbeat (JSON; see proc.lua)
 //	bw:{meta}:budget               hash: the fleet run's --max-pages (see budget.lua)
-//	bw:{meta}:queueing             zset: a write that may queue URLs, "ID:N" -> Unix ms it is given up at (Frontier.write)
+//	bw:{meta}:queueing             zset: process ID whose write may be queueing URLs -> Unix ms it is given up at (Frontier.write)
 //	bw:{meta}:queued               string: the count of writes that queued URLs and listed their hosts
 //	bw:{H}:q                  zset: queued URL hash -> seq (FIFO per host)
 //	bw:{H}:d                  zset: deferred URL hash -> due (Unix ms)

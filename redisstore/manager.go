@@ -726,10 +726,10 @@ func (f *Frontier) lookAtFleet(ctx context.Context, active int, gen, fleetGen ui
 	return nil
 }
 
-// queueingFor is how long a write's queueing mark holds: past it, a
-// process that died in the middle of a write no longer keeps the fleet
-// from ending.
-const queueingFor = time.Minute
+// queueingFor is how long a write's queueing mark holds: a write gives
+// up after 20 s (Frontier.write), and past its mark a process that died
+// in the middle of one no longer keeps the fleet from ending.
+const queueingFor = 20 * time.Second
 
 // queuedCount is the fleet's count of writes that queued URLs (keyQueued).
 func (s *Store) queuedCount(ctx context.Context) (uint64, error) {

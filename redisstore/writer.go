@@ -409,20 +409,18 @@ func (f *Frontier) write(jobs []job) (err error) {
 	// scripts, and unmarked once it has listed their hosts: between the
 	// two, its URLs are queued on hosts no shard may list yet, which
 	// another process's look at the fleet cannot see (lookAtFleet). The
-	// mark heads the scripts' pipeline, which one server runs in order; a
-	// round trip of its own would order it on a Cluster too, at a tenth
-	// of a fleet's pages/s.
+	// mark is the process's own (its writes run one at a time), so the
+	// retry of a write that failed between the two, Redis gone, clears
+	// it; one of a process that died is forgotten at its expiry. It heads
+	// the scripts' pipeline, which one server runs in order; a round trip
+	// of its own would order it on a Cluster too, at a tenth of a fleet's
+	// pages/s.
 	pipe := f.s.rdb.Pipeline()
-	marked := ""
-	if slices.ContainsFunc(order, func(h string) bool { return ops[h].found }) {
-		marked = f.o.ID + ":" + strconv.FormatUint(f.queueing.Add(1), 10)
+	marked := slices.ContainsFunc(order, func(h string) bool { return ops[h].found })
+	defer func() { f.markLeft = err != nil && (marked || f.markLeft) }()
+	if marked {
 		until := f.serverMS(f.o.Now()) + queueingFor.Milliseconds()
-		pipe.ZAdd(ctx, keyQueueing, redis.Z{Score: float64(until), Member: marked})
-		defer func() {
-			if err != nil { // a write retried is marked again
-				f.s.rdb.ZRem(context.Background(), keyQueueing, marked)
-			}
-		}()
+		pipe.ZAdd(ctx, keyQueueing, redis.Z{Score: float64(until), Member: f.o.ID})
 	}
 	// 1. the hosts' own scripts, one per host, in one round trip.
 	cmds := make([]*redis.Cmd, len(order))
@@ -484,13 +482,13 @@ func (f *Frontier) write(jobs []job) (err error) {
 			extra.ZAddArgs(ctx, keysOfShard(shardOf(host)).stale, redis.ZAddArgs{LT: true, Members: []redis.Z{{Score: float64(ms), Member: host}}})
 		}
 	}
-	if marked != "" {
+	if marked || f.markLeft {
 		// After the listing, in this later round trip: a look that
 		// misses the mark sees the count move (lookAtFleet).
 		if len(touched) > 0 {
 			extra.Incr(ctx, keyQueued)
 		}
-		extra.ZRem(ctx, keyQueueing, marked)
+		extra.ZRem(ctx, keyQueueing, f.o.ID)
 	}
 	if extra.Len() > 0 {
 		if _, err := extra.Exec(ctx); err != nil {
