@@ -169,18 +169,7 @@ func TestLinksOfAnEarlierFileNamedByTheURLTable(t *testing.T) {
 	}
 }
 
-func urlTableNames(t *testing.T, db *DB) int {
-	t.Helper()
-	n := 0
-	err := db.bolt.View(func(tx *bolt.Tx) error {
-		n = tx.Bucket(bucketLinkURLs).Stats().KeyN
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
+func urlTableNames(t *testing.T, db *DB) int { return bucketKeys(t, db, bucketLinkURLs) }
 
 // More pages than one read transaction takes are all given, each once,
 // and a reader's error stops the scan.

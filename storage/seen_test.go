@@ -172,15 +172,18 @@ func hashPrefix(u string) []byte {
 }
 
 // seenLogEntries counts the seen log's records.
-func seenLogEntries(t tb, db *DB) int {
+func seenLogEntries(t tb, db *DB) int { return bucketKeys(t, db, bucketSeen) }
+
+// bucketKeys counts the keys of a top-level bucket.
+func bucketKeys(t tb, db *DB, name []byte) int {
 	t.Helper()
 	n := 0
 	err := db.bolt.View(func(tx *bolt.Tx) error {
-		n = tx.Bucket(bucketSeen).Stats().KeyN
+		n = tx.Bucket(name).Stats().KeyN
 		return nil
 	})
 	if err != nil {
-		t.Fatalf("seen log: %v", err)
+		t.Fatalf("bucket %s: %v", name, err)
 	}
 	return n
 }
