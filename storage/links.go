@@ -270,7 +270,9 @@ func (db *DB) GraphSize() (GraphSize, error) {
 		named := map[store.Hash]struct{}{}
 		err := bk.ForEach(func(k, v []byte) error {
 			s.Pages++
-			named[store.Hash(k)] = struct{}{}
+			if len(k) == len(store.Hash{}) { // a damaged key is no page's hash
+				named[store.Hash(k)] = struct{}{}
+			}
 			return store.LinkTargets(v, func(_ int, to store.Hash) bool {
 				s.Edges++
 				named[to] = struct{}{}
