@@ -9,6 +9,13 @@
 // robots.txt and politeness. An HTTP error status is data, not an error:
 // Response.Err is set only when the exchange itself failed.
 //
+// Plain-http requests made direct go over the fetcher's own HTTP/1.1
+// connection pool (h1.go), read and written on the requesting goroutine;
+// https, and every request through a proxy, go through net/http's
+// Transport (HTTP/2 where the server offers it). Both keep connections
+// alive per host:port, cap them at Options.MaxConnsPerHost, and share the
+// dial, its guard and its tracking.
+//
 // Request carries the URL and any headers to add; it is where conditional
 // request headers go. Options.Header is added to every request, before a
 // Request's own. Options.Jar, when set, is the run's cookies: loaded from a

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"fmt"
 	"hash"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -122,6 +124,9 @@ type Options struct {
 	// connect, set only by tests (export_test.go), replaces the TCP
 	// connect to an address the guard has passed.
 	connect dialFunc
+	// tlsConfig, set only by tests, is the https transport's (a test
+	// server's certificate trusted); nil means the system's.
+	tlsConfig *tls.Config
 }
 
 func (o Options) withDefaults() Options {
@@ -242,7 +247,8 @@ func (r *Response) Streamed() bool { return r.streamed }
 // scope, robots and politeness. A Fetcher is safe for concurrent use.
 type Fetcher struct {
 	opts      Options
-	transport *transportPool
+	transport *transportPool // https, and every request behind a proxy
+	plain     *h1Transport   // direct plain http; nil behind a proxy
 	client    *http.Client
 	conns     *connTracker
 	router    *router // nil without a Proxy
@@ -279,6 +285,7 @@ func New(o Options) *Fetcher {
 			// Fetch asks for gzip and decodes it itself (see decodedBody): the
 			// transport would hide the encoded bytes an archive must keep.
 			DisableCompression: true,
+			TLSClientConfig:    o.tlsConfig,
 		}
 		if rt != nil {
 			rt.install(tr)
@@ -289,13 +296,30 @@ func New(o Options) *Fetcher {
 		return tr
 	}
 	tr := newTransportPool(build)
+	var transport http.RoundTripper = tr
+	var plain *h1Transport
+	if rt == nil { // behind a proxy, every request is the router's
+		dial := direct
+		if o.Record {
+			dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := direct(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				return &wireConn{Conn: c}, nil
+			}
+		}
+		plain = newH1Transport(dial, o)
+		transport = directPlainHTTP{h1: plain, other: tr}
+	}
 	return &Fetcher{
 		opts:      o,
 		transport: tr,
+		plain:     plain,
 		conns:     conns,
 		router:    rt,
 		client: &http.Client{
-			Transport:     tr,
+			Transport:     transport,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 			// No Jar: Fetch sends and keeps cookies itself, since which of
 			// them a request may carry depends on the request.
@@ -514,7 +538,12 @@ func drain(raw io.Reader, c *capture, limit int64) bool {
 }
 
 // CloseIdle closes the idle connections of every host.
-func (f *Fetcher) CloseIdle() { f.transport.CloseIdleConnections() }
+func (f *Fetcher) CloseIdle() {
+	f.transport.CloseIdleConnections()
+	if f.plain != nil {
+		f.plain.closeIdle()
+	}
+}
 
 // CloseHost closes every connection to host (a frontier host key), idle or
 // in use, and leaves other hosts' connections in the pool. It is for a host

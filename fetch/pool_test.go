@@ -49,16 +49,17 @@ func TestTransportPoolRenewsAfterFailedHosts(t *testing.T) {
 	}
 }
 
-// A fetcher that tried many unreachable hosts goes on fetching from live
-// ones, across the transport's renewals, and its dials still go through the
-// guard and the tracker.
+// A fetcher that tried many unreachable https hosts goes on fetching from
+// live ones, across the transport's renewals, and its dials still go
+// through the guard and the tracker. (Plain http has its own pool, which
+// keeps nothing of a host whose dials failed.)
 func TestFetcherRenewsItsTransportAndKeepsFetching(t *testing.T) {
-	srv := newTestServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	f := newTestFetcher(t, testOptions())
+	srv, opts, _ := tlsTestServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	f := newTestFetcher(t, opts)
 	f.transport.renewAfter = 2
 	first := f.transport.current()
 	for range 3 {
-		if resp := f.Fetch(context.Background(), Request{URL: "http://" + closedAddr(t) + "/"}); resp.Err == nil {
+		if resp := f.Fetch(context.Background(), Request{URL: "https://" + closedAddr(t) + "/"}); resp.Err == nil {
 			t.Fatalf("fetch of a closed port: status %d, want an error", resp.Status)
 		}
 	}

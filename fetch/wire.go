@@ -121,6 +121,10 @@ func (c *wireConn) Write(p []byte) (int, error) {
 func (c *wireConn) bind(w *Wire) {
 	c.mu.Lock()
 	c.tap = w
+	// Bound again, the request is being sent once more (its first
+	// connection had been closed by the server while idle): the record
+	// holds the exchange that was answered.
+	w.Request = w.Request[:0]
 	c.mu.Unlock()
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		w.RemoteIP = a.IP.String()
