@@ -50,6 +50,7 @@ const (
 	partHTTPWait   = "net/http: dials waited for (getConn, idleConnWait)"
 	partHTTPConns  = "net/http: connections and their buffers"
 	partHTTPOther  = "net/http: other"
+	partPlainConns = "fetch: plain-http connections, their buffers and pool"
 	partTracker    = "fetch: connection tracking"
 	partFetch      = "fetch: guard, routes, responses"
 	partErrors     = "errors (fmt, net)"
@@ -81,6 +82,8 @@ var heapRules = []heapRule{
 	{"net/http.(*persistConn)", partHTTPConns},
 	{"net/http.(*Transport).dialConn", partHTTPConns},
 	{"net/http.", partHTTPOther},
+	{"breakwater/fetch.(*h1", partPlainConns},
+	{"breakwater/fetch.newH1Transport", partPlainConns},
 	{"breakwater/fetch.(*connTracker)", partTracker},
 	{"breakwater/fetch.", partFetch},
 	{"fmt.Errorf", partErrors},

@@ -310,6 +310,12 @@ func indexOf(chans []chan struct{}, ch chan struct{}) int {
 // put makes c idle, evicting the least recently used idle connection
 // when the pool is full.
 func (t *h1Transport) put(c *h1Conn) {
+	if c.br.Buffered() > 0 {
+		// Bytes past the end of the answer (a body sent with a 304, say)
+		// would be read as the next request's answer.
+		t.discard(c)
+		return
+	}
 	h := c.host
 	t.mu.Lock()
 	if len(h.idle) >= t.idlePerHost {

@@ -123,6 +123,7 @@ func TestPlainHTTPReusesOnlyWholeKeptAliveAnswers(t *testing.T) {
 		{"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", 1},
 		{"no body (304)", "HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\n\r\n", 1},
 		{"1xx before the answer", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\n" + okAnswer("ok"), 1},
+		{"a body sent with a 304", "HTTP/1.1 304 Not Modified\r\nContent-Length: 2\r\n\r\nok", 3},
 		{"Connection: close", "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", 3},
 		{"HTTP/1.0", "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", 3},
 		{"body past MaxBody", okAnswer(strings.Repeat("x", testMaxBody+10)), 3},
