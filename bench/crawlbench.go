@@ -85,8 +85,8 @@ func (r *runner) ceilingAndCrawl(ctx context.Context) error {
 	if res.Listen, err = r.listenCrawl(ctx, site, res); err != nil {
 		return err
 	}
-	cfg.logf("crawl: %s again without the link graph", cfg.Site)
-	if res.Graph, err = r.graphCrawl(ctx, site, res, graph); err != nil {
+	cfg.logf("crawl: %s with and without the link graph, %d pairs", cfg.Site, graphPairs)
+	if res.Graph, err = r.graphCrawl(ctx, site, graph); err != nil {
 		return err
 	}
 	cfg.logf("crawl: %s with a stylesheet and two images a page, with and without --page-requisites", cfg.Site)
