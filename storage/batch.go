@@ -22,6 +22,7 @@ func (db *DB) Commit(b *store.Batch) (*store.Committed, error) {
 	var fresh []uint64
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		w := newBatchWriter(tx, out, db.seen, b.Adds())
+		w.hashKeyedLinks = db.hashKeyedLinks
 		if err := b.Each(w.apply); err != nil {
 			return err
 		}
@@ -58,6 +59,7 @@ type batchWriter struct {
 	tallies               store.Tallies // this batch's change
 	hostDelta             map[string]*store.HostCounts
 	hostQueues            map[string]*bolt.Bucket // opened in this transaction
+	hashKeyedLinks        bool                    // see DB.hashKeyedLinks
 	// The seen set as committed, and what this batch adds to it: the set
 	// itself changes only once the transaction is durable.
 	seenSet    *seenSet

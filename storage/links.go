@@ -9,27 +9,69 @@ import (
 	"breakwater/store"
 )
 
-// The link graph: links holds each page's links, page Hash -> one record
-// (store.EncodeLinks) naming the page and its targets. urls is the URL
-// table of files written before records named their URLs, Hash -> URL:
-// their records are read by it until a refresh replaces them.
+// The link graph: links holds each page's links, one record
+// (store.EncodeLinks) naming the page and its targets, keyed in the order
+// they were stored (a sequence number, 8 bytes); linkKeys maps a page's
+// Hash to its record's key, for the refresh that replaces it. Keyed by page
+// hash, the records were random inserts: each commit rewrote pages across
+// the whole bucket, and a crawl waited twice as long on its commits for
+// the graph. Files written before hold records keyed by the page's Hash
+// (16 bytes), read as they are until a refresh replaces them. urls is the
+// URL table of files written before records named their URLs, Hash -> URL:
+// their records are read by it.
 var (
 	bucketLinks    = []byte("links")
+	bucketLinkKeys = []byte("link_keys")
 	bucketLinkURLs = []byte("urls")
+	// keyLinksInOrder, in meta, says that every record in links is keyed
+	// in order: set on a file whose links bucket was empty when this
+	// build first opened it.
+	keyLinksInOrder = []byte("links_in_order")
 )
 
-// putLinks replaces the page's links: one write, whose record names every
-// URL it needs, so that a new target costs no write of its own.
+// putLinks replaces the page's links: its record appended, the one it had
+// deleted. The record names every URL it needs, so that a new target
+// costs no write of its own.
 func (w *batchWriter) putLinks(page store.Item, rec []byte) error {
-	key := page.Hash[:]
-	bk := w.tx.Bucket(bucketLinks)
-	if store.LinksEmpty(rec) {
-		return bk.Delete(key)
+	bk, keys := w.tx.Bucket(bucketLinks), w.tx.Bucket(bucketLinkKeys)
+	bk.FillPercent = appendFill
+	hash := page.Hash[:]
+	var err error
+	if old := keys.Get(hash); old != nil {
+		err = bk.Delete(old)
+	} else if w.hashKeyedLinks {
+		err = bk.Delete(hash) // its record from before links were keyed in order, if any
 	}
-	if err := bk.Put(key, rec); err != nil {
+	if err != nil {
+		return fmt.Errorf("links of %s: %w", page.URL, err)
+	}
+	if store.LinksEmpty(rec) {
+		return keys.Delete(hash)
+	}
+	seq, err := bk.NextSequence()
+	if err == nil {
+		key := u64(seq)
+		if err = bk.Put(key, rec); err == nil {
+			err = keys.Put(hash, key)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("links of %s: %w", page.URL, err)
 	}
 	return nil
+}
+
+// linksKeyedInOrder readies a file opened for writing for records keyed
+// in order, and reports whether records keyed by hash may remain in it.
+func linksKeyedInOrder(tx *bolt.Tx) (hashKeyed bool, err error) {
+	meta := tx.Bucket(bucketMeta)
+	if meta.Get(keyLinksInOrder) != nil {
+		return false, nil
+	}
+	if k, _ := tx.Bucket(bucketLinks).Cursor().First(); k != nil {
+		return true, nil // written before: its records may be keyed by hash
+	}
+	return false, meta.Put(keyLinksInOrder, []byte{1})
 }
 
 // edgeChunk is how many pages' links ForEachEdge and Inlinks read in one
@@ -38,7 +80,8 @@ func (w *batchWriter) putLinks(page store.Item, rec []byte) error {
 const edgeChunk = 128
 
 // ForEachEdge calls fn with every link of the graph, page by page in the
-// order of their hashes, From and To named by their URLs. It reads the
+// order their records were stored (a file's records from before links were
+// keyed in order first, by hash), From and To named by their URLs. It reads the
 // pages in short read transactions (edgeChunk pages each) and calls fn
 // outside them: a page whose links a running crawl replaces meanwhile is
 // given in one form or the other, never both.
@@ -74,7 +117,7 @@ func (db *DB) scanLinks(target *store.Hash, fn func(store.Edge) error) error {
 }
 
 // ForEachPageLinks calls fn with every page of the graph and its links,
-// in the order of their hashes, read as ForEachEdge reads them: in short
+// in ForEachEdge's order, read as ForEachEdge reads them: in short
 // transactions, fn called outside them. p is fn's only until it returns.
 func (db *DB) ForEachPageLinks(fn func(p *store.PageLinks) error) error {
 	var after []byte
@@ -124,7 +167,7 @@ func pageLinks(urls *bolt.Bucket, k, rec []byte) (store.PageLinks, error) {
 	var p store.PageLinks
 	var err error
 	if p.Page, err = store.DecodeLinksPage(rec); err != nil {
-		return p, fmt.Errorf("links of the page hashed %x: %w", k, err)
+		return p, fmt.Errorf("links record %x: %w", k, err)
 	}
 	if p.URL, err = pageURL(urls, k, p.Page); err != nil {
 		return p, err
@@ -184,7 +227,7 @@ func pageEdges(urls *bolt.Bucket, k, rec []byte, target *store.Hash, edges []sto
 	}
 	page, err := store.DecodeLinksPage(rec)
 	if err != nil {
-		return edges, fmt.Errorf("links of the page hashed %x: %w", k, err)
+		return edges, fmt.Errorf("links record %x: %w", k, err)
 	}
 	from, err := pageURL(urls, k, page)
 	if err != nil {
@@ -257,7 +300,7 @@ type GraphSize struct {
 func (db *DB) GraphSize() (GraphSize, error) {
 	var s GraphSize
 	err := db.bolt.View(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketLinks, bucketLinkURLs} {
+		for _, name := range [][]byte{bucketLinks, bucketLinkKeys, bucketLinkURLs} {
 			if bk := tx.Bucket(name); bk != nil {
 				st := bk.Stats()
 				s.Bytes += int64(st.LeafAlloc + st.BranchAlloc + st.InlineBucketInuse)
@@ -268,9 +311,17 @@ func (db *DB) GraphSize() (GraphSize, error) {
 			return nil
 		}
 		named := map[store.Hash]struct{}{}
+		if keys := tx.Bucket(bucketLinkKeys); keys != nil {
+			_ = keys.ForEach(func(k, _ []byte) error {
+				if len(k) == len(store.Hash{}) { // a damaged key is no page's hash
+					named[store.Hash(k)] = struct{}{}
+				}
+				return nil
+			})
+		}
 		err := bk.ForEach(func(k, v []byte) error {
 			s.Pages++
-			if len(k) == len(store.Hash{}) { // a damaged key is no page's hash
+			if len(k) == len(store.Hash{}) { // a record keyed by its page's hash, from before
 				named[store.Hash(k)] = struct{}{}
 			}
 			return store.LinkTargets(v, func(_ int, to store.Hash) bool {

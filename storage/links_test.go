@@ -3,8 +3,10 @@ package storage
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -118,9 +120,8 @@ func hashedRecord(depth int, links []store.Outlink) []byte {
 // table, beside the records written since; a refresh replaces a page's old
 // record with one that names its URLs, and leaves the table as it was.
 func TestLinksOfAnEarlierFileNamedByTheURLTable(t *testing.T) {
-	db := openTestDB(t)
 	old, fresh, target := item("a.com", "/old"), item("a.com", "/new"), item("b.com", "/t")
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
+	db := earlierFile(t, func(tx *bolt.Tx) error {
 		rec := hashedRecord(2, []store.Outlink{outlink(target, store.LinkNavigation, "t")})
 		if err := tx.Bucket(bucketLinks).Put(old.Hash[:], rec); err != nil {
 			return err
@@ -128,9 +129,6 @@ func TestLinksOfAnEarlierFileNamedByTheURLTable(t *testing.T) {
 		urls := tx.Bucket(bucketLinkURLs)
 		return errors.Join(urls.Put(old.Hash[:], []byte(old.URL)), urls.Put(target.Hash[:], []byte(target.URL)))
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	commit(t, db, func(b *store.Batch) {
 		b.PutLinks(fresh, []store.Outlink{outlink(target, store.LinkNavigation, "new")}, nil)
 	})
@@ -146,7 +144,7 @@ func TestLinksOfAnEarlierFileNamedByTheURLTable(t *testing.T) {
 		t.Fatalf("edges:\n got %+v\nwant %+v", all, want)
 	}
 	pages := map[string]store.PageLinks{}
-	err = db.ForEachPageLinks(func(p *store.PageLinks) error { pages[p.URL] = *p; return nil })
+	err := db.ForEachPageLinks(func(p *store.PageLinks) error { pages[p.URL] = *p; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,6 +168,131 @@ func TestLinksOfAnEarlierFileNamedByTheURLTable(t *testing.T) {
 }
 
 func urlTableNames(t *testing.T, db *DB) int { return bucketKeys(t, db, bucketLinkURLs) }
+
+// earlierFile is a file as a build before links were keyed in order left
+// it, with what write puts in its graph, opened again by this build.
+func earlierFile(t *testing.T, write func(tx *bolt.Tx) error) *DB {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "earlier.db")
+	db, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.bolt.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketMeta).Delete(keyLinksInOrder); err != nil {
+			return err
+		}
+		if err := tx.DeleteBucket(bucketLinkKeys); err != nil {
+			return err
+		}
+		return write(tx)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return openAt(t, path, nil)
+}
+
+// Records are appended in the order pages are stored, each page's key kept
+// beside: a refresh deletes the record it replaces, and a page left
+// without links keeps neither.
+func TestLinksKeyedInOrder(t *testing.T) {
+	db := openTestDB(t)
+	var pages []store.Item
+	for i := range 40 {
+		pages = append(pages, item("a.com", fmt.Sprintf("/p%d", i)))
+	}
+	target := item("b.com", "/t")
+	for i := 0; i < len(pages); i += 10 {
+		commit(t, db, func(b *store.Batch) {
+			for _, p := range pages[i : i+10] {
+				b.PutLinks(p, []store.Outlink{outlink(target, store.LinkNavigation, p.URL)}, nil)
+			}
+		})
+	}
+	keysInOrder := func() (order []string) {
+		t.Helper()
+		err := db.bolt.View(func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketLinks).ForEach(func(k, v []byte) error {
+				if len(k) != 8 {
+					return fmt.Errorf("key %x is not a sequence number", k)
+				}
+				page, err := store.DecodeLinksPage(v)
+				order = append(order, page.URL)
+				return err
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return order
+	}
+	var want []string
+	for _, p := range pages {
+		want = append(want, p.URL)
+	}
+	if got := keysInOrder(); !slices.Equal(got, want) {
+		t.Fatalf("records in key order:\n got %v\nwant %v (the order they were stored)", got, want)
+	}
+	// Refreshed: the first page's record moves to the end; the second's
+	// goes with its links.
+	commit(t, db, func(b *store.Batch) {
+		b.PutLinks(pages[0], []store.Outlink{outlink(target, store.LinkNavigation, "again")}, nil)
+		b.PutLinks(pages[1], nil, nil)
+	})
+	want = append(want[2:], pages[0].URL)
+	if got := keysInOrder(); !slices.Equal(got, want) {
+		t.Fatalf("after a refresh:\n got %v\nwant %v", got, want)
+	}
+	if n := bucketKeys(t, db, bucketLinkKeys); n != len(pages)-1 {
+		t.Fatalf("%d page keys, want %d", n, len(pages)-1)
+	}
+	in := edgesOf(t, func(fn func(store.Edge) error) error { return db.Inlinks(target.Hash, fn) })
+	if len(in) != len(pages)-1 {
+		t.Fatalf("%d links to the target, want %d", len(in), len(pages)-1)
+	}
+	for _, e := range in {
+		if e.From == pages[0].URL && e.Text != "again" || e.From == pages[1].URL {
+			t.Fatalf("a replaced record still read: %+v", e)
+		}
+	}
+}
+
+// A file written before is opened without the mark that all its records
+// are keyed in order, so that a refresh still deletes a page's record
+// keyed by hash; a new file gets the mark, and Verify holds it to it.
+func TestLinksInOrderMark(t *testing.T) {
+	db := openTestDB(t)
+	if db.hashKeyedLinks {
+		t.Fatal("a new file is taken to hold records keyed by hash")
+	}
+	page := item("a.com", "/")
+	earlier := earlierFile(t, func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketLinks).Put(page.Hash[:], store.EncodeLinks(store.LinksPageOf(page, 0), nil))
+	})
+	if !earlier.hashKeyedLinks {
+		t.Fatal("a file with records from before is taken to hold none keyed by hash")
+	}
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketLinks).Put(page.Hash[:], store.EncodeLinks(store.LinksPageOf(page, 0), nil))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := db.Verify(VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(rep.Problems, func(p string) bool { return strings.Contains(p, "keyed by the hash") }) {
+		t.Fatalf("Verify of a file keyed in order holding a record keyed by hash: %v", rep.Problems)
+	}
+	if err := db.bolt.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketLinks).Delete(page.Hash[:]) }); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // More pages than one read transaction takes are all given, each once,
 // and a reader's error stops the scan.

@@ -40,7 +40,7 @@ var (
 
 	allBuckets = [][]byte{bucketMeta, bucketSeen, bucketQueue, bucketDeferred, bucketResults,
 		bucketHosts, bucketRobots, bucketBreakers, bucketTransitions, bucketCases, bucketRefresh, bucketCaptures,
-		bucketHostPages, bucketLinks, bucketLinkURLs}
+		bucketHostPages, bucketLinks, bucketLinkKeys, bucketLinkURLs}
 
 	keySchema   = []byte("schema")
 	keySettings = []byte("settings")
@@ -80,6 +80,9 @@ type DB struct {
 	// CheckPages and its pages found sound: as the lock keeps writers out,
 	// Verify need not walk them again.
 	pagesWalked bool
+	// hashKeyedLinks: the file may hold link records keyed by page hash,
+	// written before they were keyed in order (see links.go).
+	hashKeyedLinks bool
 }
 
 // Open opens (creating if needed) the database file at path, checks its
@@ -178,6 +181,11 @@ func (db *DB) prepare() error {
 				return err
 			}
 		}
+		hashKeyed, err := linksKeyedInOrder(tx)
+		if err != nil {
+			return err
+		}
+		db.hashKeyedLinks = hashKeyed
 		// Loaded in this transaction so that a damaged log rolls it back and
 		// leaves the refused file as it was. A read-only DB adds nothing
 		// and skips the set.

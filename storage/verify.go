@@ -101,7 +101,7 @@ type verifySource struct {
 
 // optionalBuckets came later in schema 3: a file opened only read-only
 // since may lack them, and reads them as empty.
-var optionalBuckets = [][]byte{bucketRefresh, bucketCaptures, bucketHostPages, bucketLinks, bucketLinkURLs}
+var optionalBuckets = [][]byte{bucketRefresh, bucketCaptures, bucketHostPages, bucketLinks, bucketLinkKeys, bucketLinkURLs}
 
 func (s *verifySource) checkBuckets() bool {
 	ok := true
@@ -178,7 +178,47 @@ func (s *verifySource) Crawl() (*verifier.Crawl, error) {
 			s.rep.Addf("page count of host %q: malformed record %x", k, val)
 		}
 	})
+	s.checkLinkKeys()
 	return c, nil
+}
+
+// checkLinkKeys checks that the link graph's records and their keys agree:
+// each record keyed in order has one page's key pointing at it, each key
+// points at a record, and a file keyed in order since it began holds no
+// record keyed by hash.
+func (s *verifySource) checkLinkKeys() {
+	links, keys := s.tx.Bucket(bucketLinks), s.tx.Bucket(bucketLinkKeys)
+	if links == nil || keys == nil {
+		return
+	}
+	inOrder := s.tx.Bucket(bucketMeta).Get(keyLinksInOrder) != nil
+	owner := map[uint64]string{}
+	_ = keys.ForEach(func(k, v []byte) error {
+		switch {
+		case len(k) != len(store.Hash{}) || len(v) != 8:
+			s.rep.Addf("link_keys: malformed entry %x -> %x", k, v)
+		case links.Get(v) == nil:
+			s.rep.Addf("link_keys: the page hashed %x has its links at %x, where there is no record", k, v)
+		case owner[beUint64(v)] != "":
+			s.rep.Addf("link_keys: the pages hashed %s and %x share the links record %x", owner[beUint64(v)], k, v)
+		default:
+			owner[beUint64(v)] = fmt.Sprintf("%x", k)
+		}
+		return nil
+	})
+	_ = links.ForEach(func(k, _ []byte) error {
+		switch {
+		case len(k) == 8:
+			if owner[beUint64(k)] == "" {
+				s.rep.Addf("links: record %x is no page's (no link_keys entry)", k)
+			}
+		case len(k) != len(store.Hash{}):
+			s.rep.Addf("links: malformed key %x", k)
+		case inOrder:
+			s.rep.Addf("links: record keyed by the hash %x in a file keyed in order since it began", k)
+		}
+		return nil
+	})
 }
 
 func (s *verifySource) captures(fn func(digest string, c store.Capture)) error {
@@ -192,7 +232,7 @@ func (s *verifySource) captures(fn func(digest string, c store.Capture)) error {
 
 // metaKeys are the keys the meta bucket may hold.
 var metaKeys = []string{string(keySchema), string(keySettings), string(keyCounts), string(keyTallies),
-	string(keyRunningAt), string(keyArchive)}
+	string(keyRunningAt), string(keyArchive), string(keyLinksInOrder)}
 
 func (s *verifySource) readMeta(c *verifier.Crawl) {
 	meta := s.tx.Bucket(bucketMeta)
