@@ -163,7 +163,7 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, req *http.Request
 		resp = nil
 	}
 	if err != nil && c.headerLeft == 0 {
-		err = errHeadersTooLong // the cut line is not the server's fault to report
+		err = errHeadersTooLong // the cap cut the last line short: say so, not that it is malformed
 	}
 	c.headerLeft = -1
 	if err == nil && resp == nil {
