@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"slices"
 	"sync"
 	"time"
 )
@@ -26,8 +27,8 @@ import (
 // What it keeps of net/http's behaviour: one exchange at a time on a
 // connection; a connection reused only after its body was read to the end
 // and when neither side asked to close; a GET that failed on a reused
-// connection before any byte of an answer came is sent once more on a new
-// one (the server had closed it while idle); the response header block
+// connection before any byte of an answer came is sent again on the next
+// (the server had closed it while idle), down to a new one; the response header block
 // capped at maxResponseHeaderBytes; 1xx answers skipped; the request's
 // context ending the exchange wherever it is.
 type h1Transport struct {
@@ -116,7 +117,7 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		addr = net.JoinHostPort(req.URL.Hostname(), "80")
 	}
 	trace := httptrace.ContextClientTrace(ctx)
-	for attempt := 0; ; attempt++ {
+	for {
 		c, reused, err := t.get(ctx, addr)
 		if err != nil {
 			return nil, err
@@ -133,7 +134,9 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
-		if !stale || attempt > 0 || req.Body != nil && req.Body != http.NoBody {
+		// Each dead idle connection is tried once and dropped (a restarted
+		// server closed them all), so this ends at a new one at the latest.
+		if !stale || req.Body != nil && req.Body != http.NoBody {
 			return nil, err
 		}
 	}
@@ -271,7 +274,7 @@ func (t *h1Transport) get(ctx context.Context, addr string) (c *h1Conn, reused b
 			t.mu.Lock()
 		case <-ctx.Done():
 			t.mu.Lock()
-			if i := indexOf(h.waiters, wake); i >= 0 {
+			if i := slices.Index(h.waiters, wake); i >= 0 {
 				h.waiters = append(h.waiters[:i], h.waiters[i+1:]...)
 			} else {
 				t.wakeLocked(h) // woken as it gave up: pass the turn on
@@ -296,15 +299,6 @@ func (t *h1Transport) get(ctx context.Context, addr string) (c *h1Conn, reused b
 	c.br = bufio.NewReaderSize(c, 4<<10)
 	c.bw = bufio.NewWriterSize(conn, 4<<10)
 	return c, false, nil
-}
-
-func indexOf(chans []chan struct{}, ch chan struct{}) int {
-	for i, c := range chans {
-		if c == ch {
-			return i
-		}
-	}
-	return -1
 }
 
 // put makes c idle, evicting the least recently used idle connection

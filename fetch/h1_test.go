@@ -82,6 +82,47 @@ func TestPlainHTTPStaleConnectionIsRetried(t *testing.T) {
 	}
 }
 
+// A server that restarted has closed every kept-alive connection: a fetch
+// goes through all the dead idle ones to a new one, not failing on the
+// second.
+func TestPlainHTTPEveryStaleConnectionIsPassed(t *testing.T) {
+	t.Parallel()
+	var conns atomic.Int32
+	release := make(chan struct{})
+	addr := rawServer(t, func(c net.Conn) {
+		conns.Add(1)
+		serveKeepAlive(c, func(n int) string {
+			if n > 1 {
+				return ""
+			}
+			<-release // hold each answer until three connections are busy
+			return okAnswer("ok")
+		})
+	})
+	opts := testOptions()
+	opts.MaxConnsPerHost = 3
+	f := newTestFetcher(t, opts)
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			if r := f.Get(context.Background(), "http://"+addr+"/"); r.Err != nil {
+				t.Errorf("first round: %v", r.Err)
+			}
+		})
+	}
+	for conns.Load() < 3 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	if r := f.Get(context.Background(), "http://"+addr+"/"); r.Err != nil || string(r.Body) != "ok" {
+		t.Fatalf("a fetch over three dead idle connections: body %q err %v", r.Body, r.Err)
+	}
+	if n := conns.Load(); n != 4 {
+		t.Errorf("%d connections, want 4 (the three dead ones passed, one new)", n)
+	}
+}
+
 // A failure after the answer began is the host's, not a stale
 // connection's: it is not sent again.
 func TestPlainHTTPCutAnswerIsNotRetried(t *testing.T) {
