@@ -294,6 +294,96 @@ func TestLinksInOrderMark(t *testing.T) {
 	}
 }
 
+// Verify finds a page key and the record it names at odds, whichever side
+// is damaged.
+func TestVerifyLinkKeys(t *testing.T) {
+	a, b, target := item("a.com", "/a"), item("a.com", "/b"), item("b.com", "/t")
+	tests := []struct {
+		name   string
+		damage func(links, keys *bolt.Bucket) error
+		want   string
+	}{
+		{"a key naming no record", func(links, keys *bolt.Bucket) error { return links.Delete(keys.Get(a.Hash[:])) },
+			"where there is no record"},
+		{"a record no key names", func(links, keys *bolt.Bucket) error { return keys.Delete(a.Hash[:]) },
+			"is no page's"},
+		{"two pages on one record", func(links, keys *bolt.Bucket) error {
+			return keys.Put(b.Hash[:], append([]byte(nil), keys.Get(a.Hash[:])...))
+		}, "share the links record"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := openTestDB(t)
+			commit(t, db, func(bt *store.Batch) {
+				bt.PutLinks(a, []store.Outlink{outlink(target, store.LinkNavigation, "")}, nil)
+				bt.PutLinks(b, []store.Outlink{outlink(target, store.LinkNavigation, "")}, nil)
+			})
+			before := snapshotLinks(t, db)
+			err := db.bolt.Update(func(tx *bolt.Tx) error {
+				return tt.damage(tx.Bucket(bucketLinks), tx.Bucket(bucketLinkKeys))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := db.Verify(VerifyOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(rep.Problems, func(p string) bool { return strings.Contains(p, tt.want) }) {
+				t.Fatalf("Verify: %v, want a problem saying %q", rep.Problems, tt.want)
+			}
+			restoreLinks(t, db, before) // the cleanup's own check expects a sound file
+		})
+	}
+}
+
+type linkBuckets struct{ links, keys map[string][]byte }
+
+func snapshotLinks(t *testing.T, db *DB) linkBuckets {
+	t.Helper()
+	s := linkBuckets{links: map[string][]byte{}, keys: map[string][]byte{}}
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		for bk, m := range map[string]map[string][]byte{string(bucketLinks): s.links, string(bucketLinkKeys): s.keys} {
+			if err := tx.Bucket([]byte(bk)).ForEach(func(k, v []byte) error {
+				m[string(k)] = append([]byte(nil), v...)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func restoreLinks(t *testing.T, db *DB, s linkBuckets) {
+	t.Helper()
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		for bk, m := range map[string]map[string][]byte{string(bucketLinks): s.links, string(bucketLinkKeys): s.keys} {
+			b := tx.Bucket([]byte(bk))
+			var keys [][]byte
+			_ = b.ForEach(func(k, _ []byte) error { keys = append(keys, append([]byte(nil), k...)); return nil })
+			for _, k := range keys {
+				if err := b.Delete(k); err != nil {
+					return err
+				}
+			}
+			for k, v := range m {
+				if err := b.Put([]byte(k), v); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // More pages than one read transaction takes are all given, each once,
 // and a reader's error stops the scan.
 func TestForEachEdgeInChunks(t *testing.T) {

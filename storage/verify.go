@@ -192,24 +192,25 @@ func (s *verifySource) checkLinkKeys() {
 		return
 	}
 	inOrder := s.tx.Bucket(bucketMeta).Get(keyLinksInOrder) != nil
-	owner := map[uint64]string{}
+	owner := map[uint64]store.Hash{}
 	_ = keys.ForEach(func(k, v []byte) error {
-		switch {
-		case len(k) != len(store.Hash{}) || len(v) != 8:
+		if len(k) != len(store.Hash{}) || len(v) != 8 {
 			s.rep.Addf("link_keys: malformed entry %x -> %x", k, v)
-		case links.Get(v) == nil:
+			return nil
+		}
+		if links.Get(v) == nil {
 			s.rep.Addf("link_keys: the page hashed %x has its links at %x, where there is no record", k, v)
-		case owner[beUint64(v)] != "":
-			s.rep.Addf("link_keys: the pages hashed %s and %x share the links record %x", owner[beUint64(v)], k, v)
-		default:
-			owner[beUint64(v)] = fmt.Sprintf("%x", k)
+		} else if other, dup := owner[beUint64(v)]; dup {
+			s.rep.Addf("link_keys: the pages hashed %x and %x share the links record %x", other, k, v)
+		} else {
+			owner[beUint64(v)] = store.Hash(k)
 		}
 		return nil
 	})
 	_ = links.ForEach(func(k, _ []byte) error {
 		switch {
 		case len(k) == 8:
-			if owner[beUint64(k)] == "" {
+			if _, ok := owner[beUint64(k)]; !ok {
 				s.rep.Addf("links: record %x is no page's (no link_keys entry)", k)
 			}
 		case len(k) != len(store.Hash{}):
