@@ -87,7 +87,7 @@ func (r *runner) warcRatio(ctx context.Context, site *demosite.Site, pageBytes i
 		var cpu [2]time.Duration
 		for k, archive := range []bool{false, true} {
 			opts := r.crawlOptions(site)
-			name := fmt.Sprintf("warc-ratio-%d-%d-%v", pageBytes, i, archive)
+			name := fmt.Sprintf("warc-ratio-%d-gzip-%v-%d-%v", pageBytes, gz, i, archive)
 			if archive {
 				opts.WARC.Dir = filepath.Join(r.dir, name)
 			}
