@@ -7,7 +7,6 @@ import (
 	"syscall"
 	"time"
 
-	"breakwater/crawl"
 	"breakwater/demosite"
 )
 
@@ -25,15 +24,11 @@ const warcRatioRuns = 3
 // the ratio of their rates (wall) and of their CPU per page (the process's
 // rusage, which includes the in-process site serving both).
 type WARCRatio struct {
-	Site      Size `json:"site"`
-	PageBytes int  `json:"page_bytes"`     // 0: the bench site's own pages
-	Gzip      bool `json:"gzip,omitempty"` // the site gzips its pages, as most do
-	// Uncompressed is --warc-compression none: records stored in their
-	// gzip members as they are.
-	Uncompressed bool      `json:"uncompressed,omitempty"`
-	WARCBytes    []float64 `json:"warc_bytes_per_page"` // the files' bytes over the pages, pair by pair
-	Plain        []float64 `json:"plain_pages_per_sec"`
-	WARC         []float64 `json:"warc_pages_per_sec"`
+	Site      Size      `json:"site"`
+	PageBytes int       `json:"page_bytes"`     // 0: the bench site's own pages
+	Gzip      bool      `json:"gzip,omitempty"` // the site gzips its pages, as most do
+	Plain     []float64 `json:"plain_pages_per_sec"`
+	WARC      []float64 `json:"warc_pages_per_sec"`
 	// Ratios are WARC[i]/Plain[i]; CPURatios plain CPU per page over
 	// --warc CPU per page, pair by pair.
 	Ratios    []float64 `json:"ratios"`
@@ -62,55 +57,39 @@ func median(xs []float64) float64 {
 // warcRatios measures the archive's cost on the bench site (already
 // serving), on a site of the same shape with 30 KB pages, and on that
 // site gzipping its pages, as most web servers do (the archive keeps the
-// gzip and stores it without compressing it again); and, on the first
-// two, with --warc-compression none.
+// gzip and stores it without compressing it again).
 func (r *runner) warcRatios(ctx context.Context, site *demosite.Site) ([]WARCRatio, error) {
-	var out []WARCRatio
-	for _, uncompressed := range []bool{false, true} {
-		own, err := r.warcRatio(ctx, site, 0, false, uncompressed)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, own)
+	own, err := r.warcRatio(ctx, site, 0, false)
+	if err != nil {
+		return nil, err
 	}
+	out := []WARCRatio{own}
 	for _, gz := range []bool{false, true} {
 		specs := demosite.BenchSpecs(r.cfg.Site.Hosts, r.cfg.Site.Pages, false, 0)
 		big, err := demosite.Start(specs, demosite.SiteOptions{Seed: 1, PageBytes: WARCRatioPageBytes, Gzip: gz})
 		if err != nil {
 			return nil, fmt.Errorf("start the %d-byte page site: %w", WARCRatioPageBytes, err)
 		}
-		for _, uncompressed := range []bool{false, true} {
-			if gz && uncompressed {
-				break // gzipped pages are stored as they came either way
-			}
-			large, err := r.warcRatio(ctx, big, WARCRatioPageBytes, gz, uncompressed)
-			if err != nil {
-				big.Close()
-				return nil, err
-			}
-			out = append(out, large)
-		}
+		large, err := r.warcRatio(ctx, big, WARCRatioPageBytes, gz)
 		big.Close()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, large)
 	}
 	return out, nil
 }
 
-func (r *runner) warcRatio(ctx context.Context, site *demosite.Site, pageBytes int, gz, uncompressed bool) (WARCRatio, error) {
-	res := WARCRatio{Site: r.cfg.Site, PageBytes: pageBytes, Gzip: gz, Uncompressed: uncompressed}
+func (r *runner) warcRatio(ctx context.Context, site *demosite.Site, pageBytes int, gz bool) (WARCRatio, error) {
+	res := WARCRatio{Site: r.cfg.Site, PageBytes: pageBytes, Gzip: gz}
 	for i := range warcRatioRuns {
 		var rate [2]float64
 		var cpu [2]time.Duration
-		var dir string
-		var archived int64
 		for k, archive := range []bool{false, true} {
 			opts := r.crawlOptions(site)
-			name := fmt.Sprintf("warc-ratio-%d-gzip-%v-uncompressed-%v-%d-%v", pageBytes, gz, uncompressed, i, archive)
+			name := fmt.Sprintf("warc-ratio-%d-gzip-%v-%d-%v", pageBytes, gz, i, archive)
 			if archive {
-				dir = filepath.Join(r.dir, name)
-				opts.WARC.Dir = dir
-				if uncompressed {
-					opts.WARC.Compression = crawl.WARCCompressionNone
-				}
+				opts.WARC.Dir = filepath.Join(r.dir, name)
 			}
 			before := processCPU()
 			run, err := r.runEngine(ctx, name, opts, nil)
@@ -122,19 +101,13 @@ func (r *runner) warcRatio(ctx context.Context, site *demosite.Site, pageBytes i
 				rate[k] = float64(run.sum.Counts.Fetched) / run.wall.Seconds()
 				cpu[k] /= time.Duration(run.sum.Counts.Fetched)
 			}
-			if archive {
-				archived = run.sum.Counts.Fetched
-			}
 		}
 		res.Plain, res.WARC = append(res.Plain, rate[0]), append(res.WARC, rate[1])
-		if _, bytes, err := warcFiles(dir); err == nil && archived > 0 {
-			res.WARCBytes = append(res.WARCBytes, float64(bytes)/float64(archived))
-		}
 		if rate[0] > 0 && cpu[1] > 0 {
 			res.Ratios = append(res.Ratios, rate[1]/rate[0])
 			res.CPURatios = append(res.CPURatios, float64(cpu[0])/float64(cpu[1]))
 		}
-		r.cfg.logf("crawl: --warc ratio, %s, pair %d: %.0f pages/s without, %.0f with", siteName(pageBytes, gz, uncompressed), i+1, rate[0], rate[1])
+		r.cfg.logf("crawl: --warc ratio, %s, pair %d: %.0f pages/s without, %.0f with", siteName(pageBytes, gz), i+1, rate[0], rate[1])
 	}
 	return res, nil
 }
@@ -152,32 +125,25 @@ func processCPU() time.Duration {
 func warcRatioFigures(ratios []WARCRatio) []Figure {
 	var figs []Figure
 	for _, w := range ratios {
-		g := "with --warc, " + siteName(w.PageBytes, w.Gzip, w.Uncompressed) + ": "
-		ratio := num(g+"median ratio to the crawl without", Share, w.Median(), fmt.Sprintf("%d pairs without then with --warc, "+
-			"interleaved on one site; pairs %s", len(w.Ratios), shares(w.Ratios)))
-		if !w.Uncompressed { // the target is the default archive's; the other is the choice users are offered
-			ratio = ratio.want(AtLeast, TargetWARCToCrawl)
-		}
-		figs = append(figs, ratio,
+		g := "with --warc, " + siteName(w.PageBytes, w.Gzip) + ": "
+		figs = append(figs,
+			num(g+"median ratio to the crawl without", Share, w.Median(), fmt.Sprintf("%d pairs without then with --warc, "+
+				"interleaved on one site; pairs %s", len(w.Ratios), shares(w.Ratios))).want(AtLeast, TargetWARCToCrawl),
 			num(g+"median CPU-per-page ratio", Share, w.CPUMedian(), "CPU per page without over with --warc "+
-				"(process rusage, the in-process site included); pairs "+shares(w.CPURatios)),
-			num(g+"WARC bytes a page", PageBytes, median(w.WARCBytes), "the files' size over the site's pages, the median pair's"))
+				"(process rusage, the in-process site included); pairs "+shares(w.CPURatios)))
 	}
 	return figs
 }
 
 // siteName names a ratio's site by its pages' size (0: the bench site's)
-// and whether it gzips them, and says when the archive was uncompressed.
-func siteName(pageBytes int, gz, uncompressed bool) string {
+// and whether it gzips them.
+func siteName(pageBytes int, gz bool) string {
 	name := "the bench site"
 	if pageBytes != 0 {
 		name = fmt.Sprintf("%d KB pages", pageBytes/1000)
 	}
 	if gz {
 		name += " gzipped"
-	}
-	if uncompressed {
-		name += ", --warc-compression none"
 	}
 	return name
 }

@@ -26,7 +26,7 @@ func (e *Engine) openArchive() error {
 	// after the process (its fleet ID), and its own state.
 	state, name := e.db.Archive(e.processID())
 	w, err := warc.Open(state, warc.Options{Dir: o.Dir, Prefix: o.Prefix, MaxFileSize: o.Size, Dedupe: o.Dedupe, Hostname: name,
-		KeepSecrets: o.Secrets == WARCSecretsKeep, Uncompressed: o.Compression == WARCCompressionNone, Software: "breakwater/" + Version, Now: e.opts.Now, Logger: e.log,
+		KeepSecrets: o.Secrets == WARCSecretsKeep, Software: "breakwater/" + Version, Now: e.opts.Now, Logger: e.log,
 		Info: [][2]string{{"robots", "obey"}, {"http-header-user-agent", e.opts.UserAgent},
 			{"isPartOf", e.db.Path()}}})
 	if err != nil {

@@ -30,12 +30,6 @@ const (
 	WARCSecretsKeep = "keep" // as sent
 )
 
-// WARC Compression values: how records are stored in their gzip members.
-const (
-	WARCCompressionGzip = "gzip" // deflated at the fastest level
-	WARCCompressionNone = "none" // stored as they are
-)
-
 // Scope values: which discovered links are followed.
 const (
 	ScopeSeeds  = "seeds"  // only the hosts of the seed URLs
@@ -293,8 +287,7 @@ func DefaultOptions() Options {
 		HeaderHosts: HeaderHostsSeeds,
 		Fleet:       FleetOptions{Lease: 10 * time.Second},
 		WARC: WARCOptions{Size: warc.DefaultMaxFileSize, Prefix: warc.DefaultPrefix,
-			MaxRecord: fetch.DefaultRecordMax, Dedupe: true, Secrets: WARCSecretsMask,
-			Compression: WARCCompressionGzip},
+			MaxRecord: fetch.DefaultRecordMax, Dedupe: true, Secrets: WARCSecretsMask},
 	}
 }
 
@@ -315,10 +308,6 @@ type WARCOptions struct {
 	// WARCSecretsMask (the default; "" means it too) or WARCSecretsKeep (see
 	// warc.Options.KeepSecrets). A proxy's credentials are never kept.
 	Secrets string
-	// Compression is how records are stored in their gzip members:
-	// WARCCompressionGzip (the default; "" means it too) or
-	// WARCCompressionNone (see warc.Options.Uncompressed).
-	Compression string
 }
 
 // breakerConfig is the registry's configuration: the options' with the
@@ -383,8 +372,6 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--warc-max-record must not be negative, got %d", o.WARC.MaxRecord)
 	case o.WARC.Secrets != "" && o.WARC.Secrets != WARCSecretsMask && o.WARC.Secrets != WARCSecretsKeep:
 		return fmt.Errorf("--warc-secrets must be mask or keep, got %q", o.WARC.Secrets)
-	case o.WARC.Compression != "" && o.WARC.Compression != WARCCompressionGzip && o.WARC.Compression != WARCCompressionNone:
-		return fmt.Errorf("--warc-compression must be gzip or none, got %q", o.WARC.Compression)
 	case o.HeaderHosts != "" && o.HeaderHosts != HeaderHostsSeeds && o.HeaderHosts != HeaderHostsAll:
 		return fmt.Errorf("--header-hosts must be seeds or all, got %q", o.HeaderHosts)
 	case o.LocalFault.Hosts < 0:

@@ -115,7 +115,6 @@ func TestEachSettingResumesAsTheTableSays(t *testing.T) {
 		{"warc-max-record", `4096`, stored},
 		{"warc-dedupe", `false`, stored},
 		{"warc-secrets", `"keep"`, stored},
-		{"warc-compression", `"none"`, stored},
 		{"progress", `"never"`, perRun},
 		{"notify", `"http://127.0.0.1:9/hook"`, stored},
 		{"metrics-file", `"/tmp/crawl.prom"`, stored},

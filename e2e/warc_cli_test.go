@@ -3,10 +3,8 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
-	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -164,49 +162,5 @@ func TestWARCCrashResume(t *testing.T) {
 	t.Logf("%d kills; %d files; records %v", kills, len(files), rep.Records)
 	if got, want := len(exportedStatuses(t, db)), len(site.URLs()); got < want {
 		t.Errorf("%d results after the crawl, want the site's %d URLs", got, want)
-	}
-}
-
-// --warc-compression none keeps every record in its gzip member as it is,
-// stored with the crawl: a resume without the flag goes on writing them
-// so, and the archive checks as a compressed one does. A value it does
-// not know is refused by name before anything is written.
-func TestWARCUncompressed(t *testing.T) {
-	site := startSite(t, 3, 30)
-	db := tempDB(t)
-	dir := filepath.Join(t.TempDir(), "warc")
-	r := runCLI(t, t.Context(), crawlArgs(db, append([]string{"--warc", dir, "--warc-compression", "zstd"}, site.Roots()...)...)...)
-	if r.code != cli.ExitUsage || !strings.Contains(r.stderr, "--warc-compression must be gzip or none") {
-		t.Fatalf("--warc-compression zstd: %s", r)
-	}
-	if _, err := os.Stat(dir); err == nil {
-		t.Error("a refused --warc-compression made the archive directory")
-	}
-	mustRun(t, cli.ExitWorkLeft, crawlArgs(db, append([]string{"--warc", dir, "--warc-compression", "none", "--max-pages", "30"}, site.Roots()...)...)...)
-	mustRun(t, cli.ExitOK, "crawl", "--db", db, "--log-format", "text", "--log-level", "warn")
-	checkArchive(t, db, dir)
-	files, _ := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
-	var onDisk, records int64
-	for _, name := range files {
-		f, err := os.Open(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, _ := f.Stat()
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := io.Copy(io.Discard, zr)
-		f.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		onDisk, records = onDisk+st.Size(), records+n
-	}
-	// Stored members add a few bytes each; deflate would take the
-	// site's pages to a fraction of their size.
-	if onDisk < records {
-		t.Errorf("the files take %d bytes for %d bytes of records: they were compressed", onDisk, records)
 	}
 }

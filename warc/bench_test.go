@@ -20,7 +20,7 @@ func BenchmarkEncode(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := encode(ex, nil, encoding{}); err != nil {
+			if _, err := encode(ex, nil, ""); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -133,7 +133,7 @@ func BenchmarkEncodeBenchSitePage(b *testing.B) {
 			b.ReportAllocs()
 			var size int64
 			for b.Loop() {
-				e, err := encode(ex, nil, encoding{})
+				e, err := encode(ex, nil, "")
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -39,7 +39,7 @@ func gz(t *testing.T, s string) []byte {
 }
 
 func TestCheckFindsWhatIsWrong(t *testing.T) {
-	entry, err := encode(exchange("http://127.0.0.1:1/a", "body", time.Now()), nil, encoding{})
+	entry, err := encode(exchange("http://127.0.0.1:1/a", "body", time.Now()), nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestCheckPayloadDigestOfChunkedBodies(t *testing.T) {
 	uri := "http://127.0.0.1:1/framed"
 
 	entry, err := encode(Exchange{URI: uri, Date: time.Now(), Request: []byte("GET /framed HTTP/1.1\r\n\r\n"),
-		Response: bytes.NewReader([]byte(framed))}, nil, encoding{})
+		Response: bytes.NewReader([]byte(framed))}, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

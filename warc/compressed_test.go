@@ -6,11 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +58,7 @@ func gzipCoded(t testing.TB, uri string, n int) (Exchange, []byte) {
 // bytes appear in the file verbatim) and reads back whole.
 func TestPrecompressedBodyIsStored(t *testing.T) {
 	ex, body := gzipCoded(t, "http://127.0.0.1:1/coded", 20_000)
-	e, err := encode(ex, nil, encoding{})
+	e, err := encode(ex, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +82,7 @@ func TestPrecompressedBodyIsStored(t *testing.T) {
 		t.Fatalf("records read back: %d bytes, body in them: %v", len(all), bytes.Contains(all, body))
 	}
 	// Text is still compressed.
-	plain, err := encode(exchange("http://127.0.0.1:1/plain", strings.Repeat("some page text ", 2000), time.Now()), nil, encoding{})
+	plain, err := encode(exchange("http://127.0.0.1:1/plain", strings.Repeat("some page text ", 2000), time.Now()), nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,102 +99,10 @@ func BenchmarkEncodePrecompressed(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		ex.Response.(*bytes.Reader).Seek(0, io.SeekStart)
-		e, err := encode(ex, nil, encoding{})
+		e, err := encode(ex, nil, "")
 		if err != nil {
 			b.Fatal(err)
 		}
 		e.Close()
-	}
-}
-
-// With Uncompressed every record is stored in its own gzip member as it
-// is: the page's bytes are in the file verbatim, which still checks (gzip
-// members, digests), indexes the same as the compressed archive of the
-// same pages, and each index line reads back alone, in warcio.js too.
-func TestUncompressedArchive(t *testing.T) {
-	page := strings.Repeat("<p>a paragraph of a long page, the same again and again</p>\n", 300)
-	write := func(uncompressed bool) (dir string, file []byte, index []byte) {
-		t.Helper()
-		root := t.TempDir()
-		db := openDB(t, filepath.Join(root, "c.db"))
-		defer db.Close()
-		dir = filepath.Join(root, "warc")
-		w := openWriter(t, db, Options{Dir: dir, Dedupe: true, Uncompressed: uncompressed})
-		at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-		coded, _ := gzipCoded(t, "http://127.0.0.1:1/coded", 5000)
-		commit(t, w, db, encodeAll(t, w, exchange("http://127.0.0.1:1/long", page, at), exchange("http://127.0.0.1:1/short", "short", at),
-			exchange("http://127.0.0.1:1/again", page, at.Add(time.Second)), coded)...)
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		rep, err := Check(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !rep.OK() || rep.Records["response"] != 3 || rep.Records["revisit"] != 1 {
-			t.Fatalf("uncompressed %v: check found %v, unfinished %v, records %v", uncompressed, rep.Problems, rep.Unfinished, rep.Records)
-		}
-		names := warcNames(t, dir)
-		if len(names) != 1 {
-			t.Fatalf("files %v, want one", names)
-		}
-		var err2 error
-		if file, err2 = os.ReadFile(names[0]); err2 != nil {
-			t.Fatal(err2)
-		}
-		if _, err2 = WriteIndex(dir); err2 != nil {
-			t.Fatal(err2)
-		}
-		if index, err2 = os.ReadFile(filepath.Join(dir, IndexName)); err2 != nil {
-			t.Fatal(err2)
-		}
-		return dir, file, index
-	}
-	_, packed, packedIndex := write(false)
-	dir, stored, storedIndex := write(true)
-	if bytes.Contains(packed, []byte(page)) {
-		t.Error("the compressed archive holds the page verbatim")
-	}
-	if !bytes.Contains(stored, []byte(page)) {
-		t.Error("the uncompressed archive does not hold the page verbatim")
-	}
-	if len(stored) < len(packed)+len(page)/2 {
-		t.Errorf("uncompressed file %d bytes, compressed %d: the page (%d bytes) was compressed", len(stored), len(packed), len(page))
-	}
-	// The same records, at other offsets: every line but its place alike.
-	strip := func(index []byte) []string {
-		var out []string
-		for _, l := range parseCDXJ(t, index) {
-			delete(l.fields, "offset")
-			delete(l.fields, "length")
-			delete(l.fields, "filename")
-			out = append(out, fmt.Sprint(l.key, l.timestamp, l.fields))
-		}
-		return out
-	}
-	if a, b := strip(packedIndex), strip(storedIndex); !slices.Equal(a, b) {
-		t.Errorf("indexes differ beyond the records' places:\ncompressed   %q\nuncompressed %q", a, b)
-	}
-	for _, l := range parseCDXJ(t, storedIndex) {
-		off, _ := strconv.ParseInt(l.fields["offset"], 10, 64)
-		n, _ := strconv.ParseInt(l.fields["length"], 10, 64)
-		zr, err := gzip.NewReader(bytes.NewReader(stored[off : off+n]))
-		if err != nil {
-			t.Fatalf("line %q: %v", l.raw, err)
-		}
-		zr.Multistream(false)
-		rec, err := io.ReadAll(zr)
-		if err != nil || !bytes.Contains(rec, []byte("WARC-Target-URI: "+l.fields["url"]+"\r\n")) {
-			t.Errorf("line %q: its member reads %d bytes, %v, not a record of its URL", l.raw, len(rec), err)
-		}
-	}
-	if _, err := exec.LookPath("node"); err == nil || os.Getenv("CI") != "" {
-		run := warcio(t)
-		found := strings.Split(strings.TrimSuffix(run(string(storedIndex), "slices", dir), "\n"), "\n")
-		for _, f := range found {
-			if !strings.Contains(f, `"type":"response"`) && !strings.Contains(f, `"type":"revisit"`) || strings.Contains(f, `"error"`) {
-				t.Errorf("warcio read at an index line of the uncompressed archive: %s", f)
-			}
-		}
 	}
 }

@@ -203,7 +203,7 @@ func TestPayloadDigestOfChunkedAndEncodedBodies(t *testing.T) {
 			resp := "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n" + c.head + "\r\n\r\n" + c.body
 			ex := Exchange{URI: "http://127.0.0.1:1/p", Date: time.Now(), Request: []byte("GET /p HTTP/1.1\r\n\r\n"),
 				Response: bytes.NewReader([]byte(resp)), Truncated: strings.HasPrefix(c.name, "truncated")}
-			entry, err := encode(ex, nil, encoding{})
+			entry, err := encode(ex, nil, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -289,7 +289,7 @@ func TestNotModifiedRefersToItsOriginal(t *testing.T) {
 	resp := "HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\n\r\n"
 	ex := Exchange{URI: "http://127.0.0.1:1/p", Date: time.Now(), Request: []byte("GET /p HTTP/1.1\r\n\r\n"),
 		Response: bytes.NewReader([]byte(resp)), NotModified: true, Original: orig}
-	entry, err := encode(ex, nil, encoding{})
+	entry, err := encode(ex, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestNotModifiedRefersToItsOriginal(t *testing.T) {
 		t.Errorf("304 written as %v, entry original %+v; want a revisit of %+v", r.fields, entry.Original, orig)
 	}
 	ex.Original = store.Capture{}
-	if entry, err = encode(ex, nil, encoding{}); err != nil {
+	if entry, err = encode(ex, nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	if r := entryRecords(t, entry)[1]; r.get("WARC-Type") != "response" || entry.Revisit {

@@ -131,15 +131,7 @@ const (
 // fifths of the archive's cost per page, for bytes that are ours to start
 // with. first finds the first capture of a payload, for --warc-dedupe; nil
 // writes every payload in full.
-// encoding is how encode writes an entry's records.
-type encoding struct {
-	spoolDir string // where a large entry spills; "" is the system's temporary directory
-	// uncompressed stores every record in its gzip member as it is
-	// (Options.Uncompressed), as a short or precompressed one always is.
-	uncompressed bool
-}
-
-func encode(ex Exchange, first firstCapture, enc encoding) (*Entry, error) {
+func encode(ex Exchange, first firstCapture, spoolDir string) (*Entry, error) {
 	date := ex.Date.UTC()
 	reqID, err := newRecordID()
 	if err != nil {
@@ -212,9 +204,9 @@ func encode(ex Exchange, first firstCapture, enc encoding) (*Entry, error) {
 		if ex.Truncated {
 			f.Add(gowarc.WarcTruncated, "length")
 		}
-		return appendMember(buf, f, resp, blockDigest, enc.uncompressed || precompressed(head))
+		return appendMember(buf, f, resp, blockDigest, precompressed(head))
 	}
-	buf := spool.New(enc.spoolDir, 0)
+	buf := spool.New(spoolDir, 0)
 	request := bytes.NewReader(ex.Request)
 	if err := appendMember(buf, req, request, "", false); err != nil {
 		buf.Close()
@@ -244,7 +236,7 @@ func encode(ex Exchange, first firstCapture, enc encoding) (*Entry, error) {
 		}
 		entry.index = cdxjHead(ex.URI, dateText, true, head, revisitDigest)
 		if err = appendMember(buf, f, io.NewSectionReader(resp, 0, headEnd), "", false); err == nil && entry.of != nil {
-			full := spool.New(enc.spoolDir, 0)
+			full := spool.New(spoolDir, 0)
 			entry.fallback = full
 			entry.fallbackIndex = cdxjHead(ex.URI, dateText, false, head, payloadDigest)
 			if err = copyBlock(full, buf, 0, reqOnly); err == nil {

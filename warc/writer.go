@@ -44,13 +44,6 @@ type Options struct {
 	// warcinfo record says which (breakwater-secrets: masked or kept).
 	// A proxy's credentials are never kept.
 	KeepSecrets bool
-	// Uncompressed stores each record in its own gzip member without
-	// compressing it (deflate's stored blocks): the file stays a .warc.gz
-	// every reader and index takes, several times larger, for a fraction
-	// of the CPU (for a file system that compresses, or an archive
-	// compressed later). Each member says how it was written, so a file a
-	// resume continues with the other choice is read as any other.
-	Uncompressed bool
 	// Info is written into each file's warcinfo record, after the fields
 	// every file has (software, format, hostname), in order.
 	Info [][2]string
@@ -284,14 +277,14 @@ func syncDir(dir string) error {
 func (w *Writer) Encode(ex Exchange) (*Entry, error) {
 	ex.Request = cleanRequest(ex.Request, !w.opts.KeepSecrets)
 	if !w.opts.Dedupe {
-		return encode(ex, nil, w.encoding())
+		return encode(ex, nil, w.opts.Dir)
 	}
 	var claimed *claim
 	entry, err := encode(ex, func(digest string, this store.Capture) (*store.Capture, *claim, *claim, error) {
 		known, pending, c, err := w.firstCapture(digest, this)
 		claimed = c
 		return known, pending, c, err
-	}, w.encoding())
+	}, w.opts.Dir)
 	if err != nil && claimed != nil {
 		// This entry will never be written: its payload's first capture is
 		// still to come. Revisits already encoded against the claim keep
@@ -303,10 +296,6 @@ func (w *Writer) Encode(ex Exchange) (*Entry, error) {
 		w.mu.Unlock()
 	}
 	return entry, err
-}
-
-func (w *Writer) encoding() encoding {
-	return encoding{spoolDir: w.opts.Dir, uncompressed: w.opts.Uncompressed}
 }
 
 // firstCapture finds the first capture of digest: one encoded and not yet
