@@ -97,17 +97,18 @@ func (r *runner) warcRatio(ctx context.Context, site *demosite.Site, pageBytes i
 			if err != nil {
 				return res, err
 			}
-			// Kept, a pair's archive would sit in the page cache through the
-			// next pairs: a 30 KB page's crawl writes 100 MB of it.
-			if archive {
-				if err := os.RemoveAll(opts.WARC.Dir); err != nil {
-					return res, fmt.Errorf("remove %s: %w", opts.WARC.Dir, err)
-				}
-			}
 			cpu[k] = processCPU() - before
 			if run.wall > 0 && run.sum.Counts.Fetched > 0 {
 				rate[k] = float64(run.sum.Counts.Fetched) / run.wall.Seconds()
 				cpu[k] /= time.Duration(run.sum.Counts.Fetched)
+			}
+			// Kept, a pair's archive would sit in the page cache through the
+			// next pairs: a 30 KB page's crawl writes 100 MB of it.
+			// After the CPU is read: removing is not the crawl's cost.
+			if archive {
+				if err := os.RemoveAll(opts.WARC.Dir); err != nil {
+					return res, fmt.Errorf("remove %s: %w", opts.WARC.Dir, err)
+				}
 			}
 		}
 		res.Plain, res.WARC = append(res.Plain, rate[0]), append(res.WARC, rate[1])
